@@ -1,0 +1,1 @@
+"""Retriever adapters: the protocol, validation, built-in retrievers and integrations."""

@@ -1,0 +1,104 @@
+"""The retriever contract: a one-method protocol, optional capabilities, and hit normalisation."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol, Union, runtime_checkable
+
+from ..errors import InvalidResponse
+from ..model import Chunk, Corpus, Filters, Hit
+
+__all__ = [
+    "AsyncRetriever",
+    "DeltaRetriever",
+    "Factory",
+    "RawHit",
+    "Retriever",
+    "excerpt",
+    "normalise_hits",
+]
+
+# What a retriever may return per hit: a Hit, an `(id, score)` pair, or a bare id.
+RawHit = Union[Hit, tuple[str, float], str]
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    """Anything that answers `retrieve(query, *, k, filters)` with hits best first."""
+
+    def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> Sequence[RawHit]:
+        """Return at most `k` hits for `query`, best first, honouring `filters`."""
+        ...
+
+
+@runtime_checkable
+class DeltaRetriever(Retriever, Protocol):
+    """A corpus-owning retriever that can apply a perturbation as a delta instead of a re-index."""
+
+    def add(self, chunks: Sequence[Chunk]) -> None:
+        """Index `chunks` (ids not yet present)."""
+        ...
+
+    def remove(self, ids: Sequence[str]) -> None:
+        """Drop the chunks `ids` from the index."""
+        ...
+
+
+@runtime_checkable
+class AsyncRetriever(Protocol):
+    """A retriever with a coroutine `aretrieve`."""
+
+    async def aretrieve(self, query: str, *, k: int, filters: Filters | None = None) -> Sequence[RawHit]:
+        """Async form of `retrieve`."""
+        ...
+
+
+# A factory builds a fresh retriever over exactly the given corpus.
+Factory = Callable[[Corpus], Retriever]
+
+
+def excerpt(value: Any, limit: int = 200) -> str:
+    """A short printable excerpt of a retriever response, for error messages."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _one_hit(raw: Any, rank: int, query: str, response: Any) -> Hit:
+    if isinstance(raw, Hit):
+        return raw
+    if isinstance(raw, str):
+        if not raw:
+            raise InvalidResponse(f"hit at rank {rank} has an empty id", query=query, excerpt=excerpt(response))
+        return Hit(raw)
+    if isinstance(raw, (tuple, list)) and len(raw) == 2 and isinstance(raw[0], str):
+        chunk_id, score = raw
+        if isinstance(score, bool) or not isinstance(score, (int, float)) and score is not None:
+            try:
+                score = float(score)  # numpy scalars and Decimal are numbers too
+            except (TypeError, ValueError):
+                raise InvalidResponse(
+                    f"expected a numeric score at rank {rank}, got {score!r} ({type(score).__name__})",
+                    query=query,
+                    excerpt=excerpt(response),
+                ) from None
+        if not chunk_id:
+            raise InvalidResponse(f"hit at rank {rank} has an empty id", query=query, excerpt=excerpt(response))
+        return Hit(chunk_id, None if score is None else float(score))
+    raise InvalidResponse(
+        f"expected a Hit, an (id, score) pair or an id string at rank {rank}, got {type(raw).__name__}",
+        query=query,
+        excerpt=excerpt(response),
+    )
+
+
+def normalise_hits(response: Any, *, query: str) -> tuple[Hit, ...]:
+    """Turn a retriever response (Hits, `(id, score)` pairs or bare ids) into a tuple of Hits.
+
+    Only the shape is checked here; the contract checks (k, duplicates, unknown ids, scores) live in
+    `ragmorph.adapters.validate_hits`.
+    """
+    if isinstance(response, (str, bytes)) or not isinstance(response, Iterable):
+        raise InvalidResponse(
+            f"expected a sequence of hits, got {type(response).__name__}", query=query, excerpt=excerpt(response)
+        )
+    return tuple(_one_hit(raw, rank, query, response) for rank, raw in enumerate(response, start=1))

@@ -1,0 +1,102 @@
+"""The one family of errors ragmorph raises; every message says what was expected and what was got."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "AdapterError",
+    "InputError",
+    "InvalidResponse",
+    "RagmorphError",
+    "RetrieverFailed",
+    "RetrieverTimeout",
+    "UsageError",
+    "describe",
+]
+
+
+def describe(value: Any, limit: int = 80) -> str:
+    """Render a received value as `repr (type)`, cut to `limit` characters, for error messages."""
+    text = repr(value)
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return f"{text} ({type(value).__name__})"
+
+
+class RagmorphError(Exception):
+    """Base class of every error ragmorph raises on purpose."""
+
+
+class UsageError(RagmorphError):
+    """A command, option or argument was used wrongly (CLI exit code 2)."""
+
+
+class InputError(RagmorphError):
+    """A world, file or value is invalid; names the file, line and field where they are known.
+
+    The structured parts stay available as attributes so callers (the CLI, reports) can render them.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+        value: Any = None,
+    ) -> None:
+        self.message = message
+        self.file = file
+        self.line = line
+        self.field = field
+        self.value = value
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = ""
+        if self.file is not None:
+            where = str(self.file)
+            if self.line is not None:
+                where += f":{self.line}"
+        if self.field is not None:
+            where = f"{where} field {self.field!r}" if where else f"field {self.field!r}"
+        return f"{where}: {self.message}" if where else self.message
+
+    def at(self, *, file: str | None = None, line: int | None = None) -> InputError:
+        """Return a copy of this error located in `file` at `line` (readers add the place they know)."""
+        return InputError(
+            self.message,
+            file=file if file is not None else self.file,
+            line=line if line is not None else self.line,
+            field=self.field,
+            value=self.value,
+        )
+
+
+class AdapterError(RagmorphError):
+    """A retriever misbehaved; carries the query and an excerpt of what it returned or raised."""
+
+    def __init__(self, message: str, *, query: str | None = None, excerpt: str | None = None) -> None:
+        self.message = message
+        self.query = query
+        self.excerpt = excerpt
+        parts = [message]
+        if query is not None:
+            parts.append(f"query={query!r}")
+        if excerpt is not None:
+            parts.append(f"response: {excerpt}")
+        super().__init__("; ".join(parts))
+
+
+class InvalidResponse(AdapterError):
+    """The retriever answered, but the answer breaks the retriever contract (too many hits, unknown ids...)."""
+
+
+class RetrieverFailed(AdapterError):
+    """The retriever raised an exception."""
+
+
+class RetrieverTimeout(AdapterError):
+    """The retriever did not answer within its per-call time limit."""

@@ -1,0 +1,505 @@
+"""The retrieval world as immutable attrs data: chunks, corpus, cases, parameters, hits and rankings."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from .errors import InputError, describe
+
+__all__ = [
+    "Case",
+    "Chunk",
+    "Corpus",
+    "Filters",
+    "FrozenMap",
+    "Hit",
+    "Params",
+    "Ranking",
+    "World",
+    "validate_cases",
+]
+
+
+class FrozenMap(Mapping[str, Any]):
+    """A read-only, hashable mapping used for chunk metadata and filter constraints."""
+
+    __slots__ = ("_data", "_hash")
+
+    def __init__(self, data: Mapping[str, Any] | Iterable[tuple[str, Any]] = ()) -> None:
+        self._data: dict[str, Any] = dict(data)
+        self._hash: int | None = None
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            # Values may be lists or dicts (JSON metadata), so hash their canonical JSON form.
+            self._hash = hash(json.dumps(self._data, sort_keys=True, default=str))
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Mapping):
+            return self._data == dict(other)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"FrozenMap({self._data!r})"
+
+
+def _to_frozen_map(value: Mapping[str, Any] | None) -> FrozenMap:
+    if value is None:
+        return FrozenMap()
+    if isinstance(value, FrozenMap):
+        return value
+    if not isinstance(value, Mapping):
+        raise InputError(f"expected a mapping, got {describe(value)}", field="metadata", value=value)
+    for key in value:
+        if not isinstance(key, str):
+            raise InputError(f"expected string keys, got key {describe(key)}", field="metadata", value=key)
+    return FrozenMap(value)
+
+
+def _nonempty_str(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(
+            f"expected a non-empty string, got {attribute.name}={describe(value)}",
+            field=attribute.name,
+            value=value,
+        )
+
+
+def _str(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if not isinstance(value, str):
+        raise InputError(
+            f"expected a string, got {attribute.name}={describe(value)}", field=attribute.name, value=value
+        )
+
+
+def _optional_nonempty_str(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if value is not None:
+        _nonempty_str(instance, attribute, value)
+
+
+def _optional_int(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        raise InputError(
+            f"expected an integer or null, got {attribute.name}={describe(value)}",
+            field=attribute.name,
+            value=value,
+        )
+
+
+def _to_date(value: Any) -> _dt.date | None:
+    if value is None or (isinstance(value, _dt.date) and not isinstance(value, _dt.datetime)):
+        return value
+    if isinstance(value, str):
+        try:
+            return _dt.date.fromisoformat(value)
+        except ValueError:
+            pass
+    raise InputError(
+        f"expected an ISO date like '2026-09-01' or null, got effective_from={describe(value)}",
+        field="effective_from",
+        value=value,
+    )
+
+
+def _to_str_tuple(name: str) -> Any:
+    def convert(value: Any) -> tuple[str, ...]:
+        if value is None:
+            return ()
+        if isinstance(value, str) or not isinstance(value, Iterable):
+            raise InputError(f"expected a list of strings, got {name}={describe(value)}", field=name, value=value)
+        items = tuple(value)
+        for item in items:
+            if not isinstance(item, str):
+                raise InputError(
+                    f"expected a list of strings, got an item {describe(item)} in {name}", field=name, value=item
+                )
+        return items
+
+    return convert
+
+
+@attrs.frozen
+class Chunk:
+    """One retrievable passage; `tenant=None` means shared, visible to every tenant."""
+
+    id: str = attrs.field(validator=_nonempty_str)
+    text: str = attrs.field(validator=_str)
+    source: str | None = attrs.field(default=None, validator=_optional_nonempty_str)
+    tenant: str | None = attrs.field(default=None, validator=_optional_nonempty_str)
+    version: int | None = attrs.field(default=None, validator=_optional_int)
+    effective_from: _dt.date | None = attrs.field(default=None, converter=_to_date)
+    superseded_by: str | None = attrs.field(default=None, validator=_optional_nonempty_str)
+    metadata: FrozenMap = attrs.field(factory=FrozenMap, converter=_to_frozen_map)
+
+    def visible_to(self, tenant: str | None) -> bool:
+        """True when a caller of `tenant` may see this chunk (shared chunks are visible to all)."""
+        return self.tenant is None or self.tenant == tenant
+
+    def to_dict(self) -> dict[str, Any]:
+        """The native JSON form of this chunk (as written to corpus.jsonl)."""
+        return {
+            "id": self.id,
+            "text": self.text,
+            "source": self.source,
+            "tenant": self.tenant,
+            "version": self.version,
+            "effective_from": self.effective_from.isoformat() if self.effective_from else None,
+            "superseded_by": self.superseded_by,
+            "metadata": dict(self.metadata),
+        }
+
+
+def _to_chunk_tuple(value: Iterable[Chunk]) -> tuple[Chunk, ...]:
+    chunks = tuple(value)
+    for position, chunk in enumerate(chunks):
+        if not isinstance(chunk, Chunk):
+            raise InputError(
+                f"expected Chunk objects, got {describe(chunk)} at position {position}", field="chunks", value=chunk
+            )
+    return chunks
+
+
+@attrs.frozen(eq=False)
+class Corpus:
+    """An ordered, immutable collection of chunks with O(1) lookup by id and a content fingerprint."""
+
+    chunks: tuple[Chunk, ...] = attrs.field(converter=_to_chunk_tuple)
+    _index: dict[str, int] = attrs.field(init=False, repr=False)
+    _fingerprint: list[str] = attrs.field(init=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        index: dict[str, int] = {}
+        for position, chunk in enumerate(self.chunks):
+            if chunk.id in index:
+                raise InputError(
+                    f"expected unique chunk ids, got id={chunk.id!r} at positions {index[chunk.id]} and {position}",
+                    field="id",
+                    value=chunk.id,
+                )
+            index[chunk.id] = position
+        object.__setattr__(self, "_index", index)
+        object.__setattr__(self, "_fingerprint", [])
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    def __iter__(self) -> Iterator[Chunk]:
+        return iter(self.chunks)
+
+    def __contains__(self, chunk_id: object) -> bool:
+        return chunk_id in self._index
+
+    def __getitem__(self, chunk_id: str) -> Chunk:
+        try:
+            return self.chunks[self._index[chunk_id]]
+        except KeyError:
+            raise KeyError(chunk_id) from None
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Corpus):
+            return self.chunks == other.chunks
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.chunks)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(repr(c.id) for c in self.chunks[:5])
+        more = f", ... {len(self.chunks) - 5} more" if len(self.chunks) > 5 else ""
+        return f"Corpus([{shown}{more}])"
+
+    def get(self, chunk_id: str) -> Chunk | None:
+        """The chunk with `chunk_id`, or None."""
+        position = self._index.get(chunk_id)
+        return None if position is None else self.chunks[position]
+
+    def position(self, chunk_id: str) -> int:
+        """The 0-based position of `chunk_id` in corpus order."""
+        return self._index[chunk_id]
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        """Chunk ids in corpus order."""
+        return tuple(c.id for c in self.chunks)
+
+    @property
+    def fingerprint(self) -> str:
+        """A stable SHA-256 hex digest of every chunk's fields, in order (changes with any id, text or order)."""
+        if not self._fingerprint:
+            digest = hashlib.sha256()
+            for chunk in self.chunks:
+                record = json.dumps(chunk.to_dict(), sort_keys=True, ensure_ascii=True, default=str)
+                # Length-prefix each record so that no two different corpora hash the same byte stream.
+                digest.update(f"{len(record)}:".encode())
+                digest.update(record.encode())
+            self._fingerprint.append(digest.hexdigest())
+        return self._fingerprint[0]
+
+    def is_stale(self, chunk: Chunk) -> bool:
+        """True when `chunk` is superseded by a successor that is present in this corpus."""
+        return chunk.superseded_by is not None and chunk.superseded_by in self._index
+
+    def without(self, ids: Iterable[str]) -> Corpus:
+        """A corpus with the chunks `ids` removed (unknown ids are an error)."""
+        drop = set(ids)
+        unknown = drop - self._index.keys()
+        if unknown:
+            raise InputError(f"expected ids present in the corpus, got unknown ids {sorted(unknown)}", field="id")
+        return Corpus(c for c in self.chunks if c.id not in drop)
+
+    def with_chunks(self, chunks: Iterable[Chunk], *, at: int | None = None) -> Corpus:
+        """A corpus with `chunks` inserted at position `at` (default: appended)."""
+        new = tuple(chunks)
+        if at is None:
+            return Corpus(self.chunks + new)
+        return Corpus(self.chunks[:at] + new + self.chunks[at:])
+
+    def replaced(self, chunk: Chunk) -> Corpus:
+        """A corpus where the chunk with `chunk.id` is replaced by `chunk`, keeping its position."""
+        position = self._index[chunk.id]
+        return Corpus(self.chunks[:position] + (chunk,) + self.chunks[position + 1 :])
+
+    def reordered(self, order: Sequence[int]) -> Corpus:
+        """A corpus whose chunks are `self.chunks[i] for i in order` (a permutation)."""
+        if sorted(order) != list(range(len(self.chunks))):
+            raise InputError(f"expected a permutation of 0..{len(self.chunks) - 1}, got {list(order)[:10]}")
+        return Corpus(self.chunks[i] for i in order)
+
+    def restricted(self, ids: Iterable[str]) -> Corpus:
+        """A corpus keeping only `ids`, in corpus order (unknown ids are ignored)."""
+        keep = set(ids)
+        return Corpus(c for c in self.chunks if c.id in keep)
+
+
+def _to_evidence(value: Any) -> tuple[tuple[str, ...], ...]:
+    if value is None:
+        return ()
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise InputError(
+            f"expected a list of evidence groups (lists of chunk ids), got evidence={describe(value)}",
+            field="evidence",
+            value=value,
+        )
+    groups = []
+    for number, group in enumerate(value):
+        if isinstance(group, str):
+            # A bare id is the common shorthand for a one-member group.
+            group = (group,)
+        if not isinstance(group, Iterable):
+            raise InputError(
+                f"expected evidence group {number} to be a list of chunk ids, got {describe(group)}",
+                field=f"evidence[{number}]",
+                value=group,
+            )
+        members: list[str] = []
+        for member in group:
+            if not isinstance(member, str) or not member:
+                raise InputError(
+                    f"expected chunk ids (non-empty strings) in evidence group {number}, got {describe(member)}",
+                    field=f"evidence[{number}]",
+                    value=member,
+                )
+            if member not in members:
+                members.append(member)
+        if not members:
+            raise InputError(
+                f"expected at least one chunk id in evidence group {number}, got an empty group",
+                field=f"evidence[{number}]",
+                value=[],
+            )
+        groups.append(tuple(members))
+    return tuple(groups)
+
+
+def _optional_bool(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if value is not None and not isinstance(value, bool):
+        raise InputError(
+            f"expected true, false or null, got {attribute.name}={describe(value)}", field=attribute.name, value=value
+        )
+
+
+@attrs.frozen
+class Case:
+    """One query with its required evidence groups; any one id of a group satisfies that group."""
+
+    id: str = attrs.field(validator=_nonempty_str)
+    query: str = attrs.field(validator=_str)
+    tenant: str | None = attrs.field(default=None, validator=_optional_nonempty_str)
+    evidence: tuple[tuple[str, ...], ...] = attrs.field(factory=tuple, converter=_to_evidence)
+    claims: tuple[str, ...] = attrs.field(factory=tuple, converter=_to_str_tuple("claims"))
+    answerable: bool | None = attrs.field(default=None, validator=_optional_bool)
+    tags: tuple[str, ...] = attrs.field(factory=tuple, converter=_to_str_tuple("tags"))
+
+    @property
+    def is_answerable(self) -> bool:
+        """Whether the case expects evidence: `answerable` when given, else whether evidence is non-empty."""
+        return bool(self.evidence) if self.answerable is None else self.answerable
+
+    @property
+    def gold_ids(self) -> tuple[str, ...]:
+        """Every chunk id named by any evidence group, first occurrence order, each once."""
+        seen: dict[str, None] = {}
+        for group in self.evidence:
+            for member in group:
+                seen.setdefault(member, None)
+        return tuple(seen)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The native JSON form of this case (as written to cases.jsonl)."""
+        return {
+            "id": self.id,
+            "query": self.query,
+            "tenant": self.tenant,
+            "evidence": [list(g) for g in self.evidence],
+            "claims": list(self.claims),
+            "answerable": self.answerable,
+            "tags": list(self.tags),
+        }
+
+
+def validate_cases(corpus: Corpus, cases: Iterable[Case], *, file: str | None = None) -> None:
+    """Raise InputError naming the case and id when a case cites a chunk id that is not in `corpus`.
+
+    Line numbers are 1-based positions in `cases` (matching cases.jsonl lines when read from a file).
+    """
+    for line, case in enumerate(cases, start=1):
+        for number, group in enumerate(case.evidence):
+            for member in group:
+                if member not in corpus:
+                    raise InputError(
+                        f"case {case.id!r} cites chunk id {member!r}, which is not in the corpus",
+                        file=file,
+                        line=line,
+                        field=f"evidence[{number}]",
+                        value=member,
+                    )
+
+
+def _positive_int(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise InputError(
+            f"expected a positive integer, got {attribute.name}={describe(value)}", field=attribute.name, value=value
+        )
+
+
+@attrs.frozen
+class Filters:
+    """Retrieval filters: tenant visibility, current-only (no superseded chunks) and metadata equality."""
+
+    tenant: str | None = attrs.field(default=None, validator=_optional_nonempty_str)
+    current_only: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+    metadata: FrozenMap = attrs.field(factory=FrozenMap, converter=_to_frozen_map)
+
+    @property
+    def is_empty(self) -> bool:
+        """True when these filters exclude nothing."""
+        return self.tenant is None and not self.current_only and not self.metadata
+
+    def allows(self, chunk: Chunk) -> bool:
+        """True when `chunk` passes every filter.
+
+        A tenant filter admits the tenant's own chunks and shared ones (tenant None); `current_only` drops
+        any chunk with `superseded_by` set, whether or not its successor is present.
+        """
+        if self.tenant is not None and not chunk.visible_to(self.tenant):
+            return False
+        if self.current_only and chunk.superseded_by is not None:
+            return False
+        for key, expected in self.metadata.items():
+            if key not in chunk.metadata or chunk.metadata[key] != expected:
+                return False
+        return True
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form of these filters."""
+        return {"tenant": self.tenant, "current_only": self.current_only, "metadata": dict(self.metadata)}
+
+
+@attrs.frozen
+class Params:
+    """Retrieval parameters: the cutoff k and the filters."""
+
+    k: int = attrs.field(validator=_positive_int)
+    filters: Filters = attrs.field(factory=Filters, validator=attrs.validators.instance_of(Filters))
+
+
+def _finite_or_none(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"expected a number or None, got score={describe(value)}", field="score", value=value)
+
+
+@attrs.frozen
+class Hit:
+    """One returned chunk: its id, the retriever's score (None when it gives none) and optional text."""
+
+    id: str = attrs.field(validator=_nonempty_str)
+    score: float | None = attrs.field(default=None, validator=_finite_or_none)
+    text: str | None = attrs.field(default=None)
+
+    @property
+    def has_finite_score(self) -> bool:
+        """True when the score is a finite number."""
+        return self.score is not None and math.isfinite(self.score)
+
+
+def _to_hit_tuple(value: Iterable[Hit]) -> tuple[Hit, ...]:
+    hits = tuple(value)
+    for position, hit in enumerate(hits):
+        if not isinstance(hit, Hit):
+            raise InputError(f"expected Hit objects, got {describe(hit)} at rank {position + 1}", field="hits")
+    return hits
+
+
+@attrs.frozen
+class Ranking:
+    """The hits a retriever returned, best first, exactly as returned (never re-sorted)."""
+
+    hits: tuple[Hit, ...] = attrs.field(factory=tuple, converter=_to_hit_tuple)
+
+    @classmethod
+    def of(cls, ids: Iterable[str]) -> Ranking:
+        """A ranking of bare ids with no scores (handy in tests and evaluator mode)."""
+        return cls(Hit(i) for i in ids)
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        """Returned ids in rank order (repeats kept)."""
+        return tuple(h.id for h in self.hits)
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+    def __iter__(self) -> Iterator[Hit]:
+        return iter(self.hits)
+
+    def top(self, k: int) -> Ranking:
+        """The first `k` hits."""
+        return Ranking(self.hits[:k])
+
+
+@attrs.frozen
+class World:
+    """What a retriever is tested on: a corpus, one query case, and the retrieval parameters."""
+
+    corpus: Corpus = attrs.field(validator=attrs.validators.instance_of(Corpus))
+    case: Case = attrs.field(validator=attrs.validators.instance_of(Case))
+    params: Params = attrs.field(validator=attrs.validators.instance_of(Params))

@@ -1,0 +1,1 @@
+"""Hypothesis strategies that perturb retrieval worlds, one module per family."""
