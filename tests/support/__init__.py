@@ -1,0 +1,1 @@
+"""Shared test helpers (importable as `support` because pyproject puts tests/ on pythonpath)."""
