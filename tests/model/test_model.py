@@ -1,0 +1,163 @@
+"""Contract tests for the world model: immutability, validation messages, corpus lookup and fingerprint."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import attrs
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ragmorph.errors import InputError
+from ragmorph.model import Case, Chunk, Corpus, Filters, FrozenMap, Hit, Params, Ranking, World, validate_cases
+
+
+def make_corpus() -> Corpus:
+    return Corpus(
+        [
+            Chunk("hr-12#3", "Leave starts 1 September", source="hr-12", tenant="acme", version=2,
+                  effective_from="2026-09-01"),
+            Chunk("hr-12#1", "Leave starts 1 March", source="hr-12", tenant="acme", version=1,
+                  superseded_by="hr-12#3"),
+            Chunk("shared#1", "Office hours are 9 to 5"),
+            Chunk("gx#1", "Globex leave policy", tenant="globex"),
+        ]
+    )
+
+
+def test_chunk_is_frozen_and_parses_dates() -> None:
+    chunk = Chunk("a", "text", effective_from="2026-09-01", metadata={"lang": "en"})
+    assert chunk.effective_from == dt.date(2026, 9, 1)
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        chunk.text = "other"  # type: ignore[misc]
+    assert hash(chunk) == hash(Chunk("a", "text", effective_from=dt.date(2026, 9, 1), metadata={"lang": "en"}))
+
+
+def test_metadata_is_read_only_and_detached_from_the_caller() -> None:
+    source = {"lang": "en"}
+    chunk = Chunk("a", "t", metadata=source)
+    source["lang"] = "de"
+    assert chunk.metadata["lang"] == "en"
+    with pytest.raises(TypeError):
+        chunk.metadata["lang"] = "fr"  # type: ignore[index]
+    assert isinstance(chunk.metadata, FrozenMap)
+
+
+@pytest.mark.parametrize(
+    ("build", "field", "fragment"),
+    [
+        (lambda: Chunk("", "t"), "id", "non-empty string"),
+        (lambda: Chunk("a", 42), "text", "42 (int)"),
+        (lambda: Chunk("a", "t", version="2"), "version", "integer"),
+        (lambda: Chunk("a", "t", effective_from="tomorrow"), "effective_from", "ISO date"),
+        (lambda: Chunk("a", "t", metadata=["x"]), "metadata", "mapping"),
+        (lambda: Case("q", "query", evidence=[[]]), "evidence[0]", "at least one chunk id"),
+        (lambda: Case("q", "query", evidence=[["a", 3]]), "evidence[0]", "3 (int)"),
+        (lambda: Case("q", "query", tags="hr"), "tags", "list of strings"),
+        (lambda: Params(k=0), "k", "positive integer"),
+        (lambda: Params(k=True), "k", "positive integer"),
+    ],
+)
+def test_invalid_values_raise_one_error_type_naming_field_and_value(build, field: str, fragment: str) -> None:
+    with pytest.raises(InputError) as info:
+        build()
+    assert info.value.field == field
+    assert fragment in str(info.value)
+    assert field in str(info.value)
+
+
+def test_duplicate_ids_are_an_input_error() -> None:
+    with pytest.raises(InputError, match=r"unique chunk ids.*'a'.*positions 0 and 2"):
+        Corpus([Chunk("a", "x"), Chunk("b", "y"), Chunk("a", "z")])
+
+
+def test_corpus_lookup_and_edits_return_new_corpora() -> None:
+    corpus = make_corpus()
+    assert corpus["shared#1"].text == "Office hours are 9 to 5"
+    assert "gx#1" in corpus and "nope" not in corpus
+    assert corpus.get("nope") is None
+    assert corpus.position("shared#1") == 2
+    smaller = corpus.without(["gx#1"])
+    assert len(smaller) == 3 and len(corpus) == 4
+    bigger = corpus.with_chunks([Chunk("new", "n")], at=1)
+    assert bigger.ids[:2] == ("hr-12#3", "new")
+    assert corpus.reordered([3, 2, 1, 0]).ids == tuple(reversed(corpus.ids))
+    assert corpus.is_stale(corpus["hr-12#1"]) and not smaller.without(["hr-12#3"]).is_stale(corpus["hr-12#1"])
+    with pytest.raises(InputError, match="unknown ids"):
+        corpus.without(["nope"])
+    with pytest.raises(InputError, match="permutation"):
+        corpus.reordered([0, 0, 1, 2])
+
+
+def test_fingerprint_is_a_stable_known_value() -> None:
+    # Pinned: the fingerprint goes into report manifests and replay files, so it must not drift.
+    corpus = Corpus([Chunk("a", "alpha"), Chunk("b", "beta")])
+    assert corpus.fingerprint == Corpus([Chunk("a", "alpha"), Chunk("b", "beta")]).fingerprint
+    assert corpus.fingerprint == "c67c64c02ac31bdc786e0300a6a3a46da6e5af6704744076f37d5cd7954fd758"
+
+
+@given(st.lists(st.text("abc#1", min_size=1, max_size=5), min_size=2, max_size=6, unique=True))
+def test_fingerprint_changes_with_any_id_text_or_order(ids: list[str]) -> None:
+    corpus = Corpus(Chunk(i, f"text of {i}") for i in ids)
+    renamed = Corpus(Chunk(i + "-renamed" if n == 0 else i, f"text of {i}") for n, i in enumerate(ids))
+    retexted = Corpus(Chunk(i, f"text of {i}!" if n == len(ids) - 1 else f"text of {i}") for n, i in enumerate(ids))
+    swapped = corpus.reordered([1, 0, *range(2, len(ids))])
+    prints = {corpus.fingerprint, renamed.fingerprint, retexted.fingerprint, swapped.fingerprint}
+    assert len(prints) == 4
+
+
+def test_case_gold_ids_and_answerable_default() -> None:
+    case = Case("q7", "When?", tenant="acme", evidence=[["hr-12#3"], ["hr-14#1", "hr-15#1", "hr-14#1"], "x"])
+    assert case.evidence == (("hr-12#3",), ("hr-14#1", "hr-15#1"), ("x",))
+    assert case.gold_ids == ("hr-12#3", "hr-14#1", "hr-15#1", "x")
+    assert case.is_answerable
+    assert not Case("q8", "Unknown?").is_answerable
+    assert Case("q9", "Forced", answerable=False, evidence=[["a"]]).is_answerable is False
+
+
+def test_validate_cases_names_case_id_and_line() -> None:
+    corpus = make_corpus()
+    cases = [Case("ok", "q", evidence=[["shared#1"]]), Case("bad", "q", evidence=[["shared#1"], ["ghost"]])]
+    with pytest.raises(InputError) as info:
+        validate_cases(corpus, cases, file="cases.jsonl")
+    message = str(info.value)
+    assert "cases.jsonl:2" in message and "'bad'" in message and "'ghost'" in message
+    assert info.value.field == "evidence[1]"
+
+
+def test_filters_tenant_current_and_metadata() -> None:
+    corpus = make_corpus()
+    acme = Filters(tenant="acme")
+    assert [c.id for c in corpus if acme.allows(c)] == ["hr-12#3", "hr-12#1", "shared#1"]
+    current = Filters(tenant="acme", current_only=True)
+    assert [c.id for c in corpus if current.allows(c)] == ["hr-12#3", "shared#1"]
+    assert Filters().is_empty and not acme.is_empty
+    tagged = Chunk("m", "t", metadata={"lang": "en"})
+    assert Filters(metadata={"lang": "en"}).allows(tagged)
+    assert not Filters(metadata={"lang": "de"}).allows(tagged)
+    assert not Filters(metadata={"lang": "en"}).allows(Chunk("n", "t"))
+
+
+def test_ranking_keeps_order_and_repeats() -> None:
+    ranking = Ranking([Hit("b", 2.0), Hit("a", 3.0), Hit("b", 1.0)])
+    assert ranking.ids == ("b", "a", "b")
+    assert ranking.top(2).ids == ("b", "a")
+    assert Ranking.of(["x", "y"]).ids == ("x", "y")
+    with pytest.raises(InputError):
+        Ranking(["x"])  # type: ignore[list-item]
+
+
+def test_hit_accepts_non_finite_scores_so_the_validator_can_report_them() -> None:
+    assert not Hit("a", float("nan")).has_finite_score
+    assert Hit("a", 1).has_finite_score
+    with pytest.raises(InputError, match="score"):
+        Hit("a", "high")  # type: ignore[arg-type]
+
+
+def test_world_holds_typed_parts() -> None:
+    world = World(make_corpus(), Case("q", "x"), Params(k=5))
+    assert world.params.filters == Filters()
+    assert attrs.evolve(world, params=Params(k=3)).params.k == 3
+    with pytest.raises(TypeError):
+        World(make_corpus(), "case", Params(k=1))  # type: ignore[arg-type]
