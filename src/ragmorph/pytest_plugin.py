@@ -1,3 +1,349 @@
-"""pytest plugin entry point for ragmorph (registered through `pytest11`); hooks arrive with the plugin work."""
+"""pytest plugin: ragmorph's metamorphic relations as pytest items.
+
+A test module declares a suite at module level; the plugin turns it into one item per retriever x strategy x
+relation (`test_retriever.py::bm25[tenancy-filtered_equals_visible]`)::
+
+    from ragmorph.pytest_plugin import suite
+
+    ragmorph_suite = suite(
+        retrievers={"bm25": "ragmorph.adapters:BM25Retriever", "mine": "adapters/mine.py:factory"},
+        corpus="data/corpus.jsonl",   # paths are relative to the test file
+        cases="data/cases.jsonl",
+    )
+
+Items of one retriever x strategy share one engine run (cached per process). A hard violation fails the item
+with the shrunk minimal case and the replay command; retriever errors fail it too, saying no verdict was
+possible; a relation that applies to no case is skipped with the reason; a soft relation never fails, its
+break rate is recorded in `user_properties` and raised as a `SoftRelationBroken` warning.
+
+Settings: `--ragmorph-max-examples` beats `suite(max_examples=)`, which beats an explicitly loaded Hypothesis
+profile (`--hypothesis-profile`), which beats the default of 25. `derandomize` follows the active Hypothesis
+profile. The run seed is `--hypothesis-seed` when given and 0 otherwise (so plain runs and xdist workers agree);
+the report header prints it. With pytest-xdist, `--dist loadgroup` keeps the items of one retriever x strategy
+on one worker (each carries an `xdist_group` mark); plain `-n N` also works but may repeat engine runs.
+
+This module stays light: the engine, Hypothesis and the reporting code are imported inside hooks only.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+
+from .errors import UsageError
+
+__all__ = ["SoftRelationBroken", "Suite", "suite"]
+
+DEFAULT_MAX_EXAMPLES = 25
+_CACHE_KEY = pytest.StashKey[dict]()
+
+
+class SoftRelationBroken(UserWarning):
+    """A soft relation broke on some perturbations: reported as a rate, never as a failure."""
+
+
+def _to_named(value: Any) -> Mapping[str, Any]:
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise UsageError(f"expected retrievers as a mapping name -> retriever, got retrievers={value!r} ({type(value).__name__})")
+
+
+@attrs.frozen
+class Suite:
+    """What to test: retrievers (objects, factories or 'mod:attr' / 'file.py:attr' strings), corpus and cases.
+
+    `corpus` and `cases` are paths (relative to the test file) or already-built `Corpus` / sequence of `Case`.
+    """
+
+    retrievers: Mapping[str, Any] = attrs.field(converter=_to_named)
+    corpus: Any
+    cases: Any
+    strategies: tuple[str, ...] | None = None
+    ks: tuple[int, ...] = (1, 3, 5, 10)
+    max_examples: int | None = None
+    timeout: float | None = None
+
+
+def suite(
+    retriever: Any = None,
+    *,
+    retrievers: Mapping[str, Any] | None = None,
+    corpus: Any,
+    cases: Any,
+    strategies: Sequence[str] | None = None,
+    ks: Sequence[int] = (1, 3, 5, 10),
+    max_examples: int | None = None,
+    timeout: float | None = None,
+) -> Suite:
+    """Declare a ragmorph suite in a test module (assign it to a module-level name, e.g. `ragmorph_suite`).
+
+    Give one `retriever` (named after its attribute) or several `retrievers={"name": ...}`.
+    """
+    if (retriever is None) == (retrievers is None):
+        raise UsageError("expected exactly one of retriever=... or retrievers={name: ...}, got "
+                         + ("both" if retriever is not None else "neither"))
+    if retrievers is None:
+        retrievers = {_default_name(retriever): retriever}
+    if not retrievers:
+        raise UsageError("expected at least one retriever, got retrievers={}")
+    for name in retrievers:
+        if not isinstance(name, str) or not name or any(ch in name for ch in "[]:/ "):
+            raise UsageError(f"expected retriever names without spaces, brackets, ':' or '/', got {name!r}")
+    return Suite(
+        retrievers=retrievers,
+        corpus=corpus,
+        cases=cases,
+        strategies=None if strategies is None else tuple(strategies),
+        ks=tuple(ks),
+        max_examples=max_examples,
+        timeout=timeout,
+    )
+
+
+def _default_name(retriever: Any) -> str:
+    if isinstance(retriever, str):
+        return retriever.rpartition(":")[2] or retriever
+    return getattr(retriever, "__name__", type(retriever).__name__)
+
+
+# ------------------------------------------------------------------------------------------------- options
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Options under one `--ragmorph-*` prefix."""
+    group = parser.getgroup("ragmorph", "ragmorph metamorphic retriever tests")
+    group.addoption("--ragmorph-max-examples", type=int, default=None, help="perturbations per retriever x case x strategy")
+    group.addoption("--ragmorph-strategies", default=None, help="comma-separated strategy families to keep")
+    group.addoption("--ragmorph-ks", default=None, help="comma-separated cutoffs, overriding each suite's ks")
+    group.addoption("--ragmorph-timeout", type=float, default=None, help="per-call retriever time limit (seconds)")
+    group.addoption(
+        "--ragmorph-replay-dir",
+        default=None,
+        help="where replay files of violations go (default: <rootdir>/.ragmorph/replays)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the marker the plugin puts on its items."""
+    config.addinivalue_line("markers", "ragmorph: a ragmorph metamorphic relation item")
+    config.stash[_CACHE_KEY] = {}
+
+
+def _settings(config: pytest.Config, declared: Suite | None = None) -> dict[str, Any]:
+    """The effective seed, max_examples and derandomize for this session (and suite)."""
+    import hypothesis
+
+    seed_option = config.getoption("--hypothesis-seed", default=None)
+    try:
+        seed = int(seed_option) if seed_option is not None else 0
+    except ValueError:
+        raise UsageError(f"expected an integer --hypothesis-seed for ragmorph, got {seed_option!r}") from None
+    profile = hypothesis.settings.default
+    from_profile = hypothesis.settings.get_current_profile_name() != "default"
+    max_examples = config.getoption("--ragmorph-max-examples")
+    if max_examples is None and declared is not None:
+        max_examples = declared.max_examples
+    if max_examples is None:
+        max_examples = profile.max_examples if from_profile else DEFAULT_MAX_EXAMPLES
+    return {"seed": seed, "max_examples": int(max_examples), "derandomize": bool(profile.derandomize)}
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """Print the seed so every run can be repeated."""
+    effective = _settings(config)
+    return (
+        f"ragmorph: seed={effective['seed']} max_examples={effective['max_examples']} "
+        f"derandomize={effective['derandomize']} (repeat with --hypothesis-seed={effective['seed']})"
+    )
+
+
+# ---------------------------------------------------------------------------------------------- collection
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object) -> list[pytest.Item] | None:
+    """Turn a module-level Suite into one item per retriever x strategy x relation."""
+    if not isinstance(obj, Suite) or not isinstance(collector, pytest.Module):
+        return None
+    from .strategies import CATALOG, DEFAULT_SUITE
+
+    config = collector.config
+    only = config.getoption("--ragmorph-strategies")
+    families = obj.strategies if obj.strategies is not None else tuple(DEFAULT_SUITE)
+    if only:
+        keep = {part.strip() for part in only.split(",") if part.strip()}
+        families = tuple(f for f in families if f in keep)
+    known = {relation.family for relation in CATALOG}
+    unknown = [f for f in families if f not in known]
+    if unknown:
+        raise UsageError(f"expected strategy families among {sorted(known)}, got {unknown} in {name}")
+    prefix = "" if name == "ragmorph_suite" else f"{name}-"
+    items: list[pytest.Item] = []
+    for retriever in obj.retrievers:
+        for relation in CATALOG:
+            if relation.family not in families:
+                continue
+            item = RelationItem.from_parent(
+                collector,
+                name=f"{prefix}{retriever}[{relation.family}-{relation.name}]",
+                suite_name=name,
+                retriever=retriever,
+                family=relation.family,
+                relation=relation.name,
+                severity=relation.severity.value,
+            )
+            item.add_marker(pytest.mark.ragmorph)
+            item.add_marker(pytest.mark.xdist_group(f"ragmorph-{collector.nodeid}-{name}-{retriever}-{relation.family}"))
+            items.append(item)
+    return items
+
+
+# ------------------------------------------------------------------------------------------------- running
+
+
+class RelationFailed(Exception):
+    """A hard relation was violated (message: the minimal case and the replay command)."""
+
+
+class NoVerdict(Exception):
+    """Retriever errors prevented a verdict."""
+
+
+class RelationItem(pytest.Item):
+    """One retriever x strategy x relation, aggregated over every case of the suite."""
+
+    def __init__(self, *, suite_name: str, retriever: str, family: str, relation: str, severity: str, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.suite_name = suite_name
+        self.retriever = retriever
+        self.family = family
+        self.relation = relation
+        self.severity = severity
+
+    def runtest(self) -> None:
+        """Look up (or compute) the engine run of this retriever x strategy and judge this relation."""
+        report = _engine_report(self)
+        results = [
+            r
+            for r in report["results"]
+            if r["relation"] == self.relation and r["strategy"] == self.family and r["retriever"] == self.retriever
+        ]
+        self.user_properties.append(("ragmorph_seed", report["manifest"].get("seed")))
+        failures = [r for r in results if r["status"] == "fail"]
+        errors = [r for r in results if r["status"] == "error"]
+        if self.severity == "soft":
+            held = sum((r.get("rate") or {}).get("held", 0) for r in results)
+            tested = sum((r.get("rate") or {}).get("tested", 0) for r in results)
+            self.user_properties.append(("ragmorph_rate", f"{held}/{tested}"))
+            if tested and held < tested:
+                import warnings
+
+                warnings.warn(SoftRelationBroken(f"{self.name}: held in {held} of {tested} perturbations"), stacklevel=1)
+        if failures:
+            raise RelationFailed(_failure_text(failures))
+        if errors:
+            reasons = "; ".join(f"case {r['case']}: {r.get('reason')}" for r in errors[:3])
+            raise NoVerdict(f"retriever errors prevented a verdict on {len(errors)} case(s): {reasons}")
+        if results and all(r["status"] == "not_applicable" for r in results):
+            reasons = sorted({str(r.get("reason")) for r in results})
+            pytest.skip(f"not applicable: {'; '.join(reasons)}")
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | Any:
+        """The minimal case instead of a traceback into ragmorph."""
+        if isinstance(excinfo.value, (RelationFailed, NoVerdict)):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Path, None, str]:
+        """Where the item comes from (the test module) and its readable name."""
+        return self.path, None, f"ragmorph {self.retriever}: {self.family}.{self.relation} ({self.severity})"
+
+
+def _failure_text(failures: Sequence[Mapping[str, Any]]) -> str:
+    from .reporting import render_violation
+
+    parts = [f"hard relation violated on {len(failures)} case(s): {', '.join(str(r['case']) for r in failures)}"]
+    for result in failures[:2]:
+        violation = result.get("violation")
+        if violation:
+            parts.append(render_violation(violation))
+            if violation.get("replay") and "ragmorph replay" not in parts[-1]:
+                parts.append(f"replay: ragmorph replay {violation['replay']}")
+        else:
+            parts.append(str(result.get("reason")))
+    return "\n\n".join(parts)
+
+
+def _resolve_path(value: Any, base: Path) -> Any:
+    if isinstance(value, (str, Path)):
+        path = Path(value)
+        return path if path.is_absolute() else base / path
+    return value
+
+
+def _load_world(declared: Suite, base: Path) -> tuple[Any, Any]:
+    from .io import read_cases, read_corpus
+    from .model import Corpus, validate_cases
+
+    corpus = _resolve_path(declared.corpus, base)
+    if isinstance(corpus, Path):
+        corpus = read_corpus(corpus)
+    elif not isinstance(corpus, Corpus):
+        raise UsageError(f"expected corpus= as a path or a Corpus, got {type(corpus).__name__}")
+    cases = _resolve_path(declared.cases, base)
+    if isinstance(cases, Path):
+        cases = read_cases(cases, corpus=corpus)
+    else:
+        cases = tuple(cases)
+        validate_cases(corpus, cases)
+    return corpus, cases
+
+
+def _load_retriever(value: Any, base: Path) -> Any:
+    if not isinstance(value, str):
+        return value
+    from .cli import load_retriever_spec
+
+    target, _, attr = value.rpartition(":")
+    if target.endswith(".py") and not Path(target).is_absolute():
+        value = f"{base / target}:{attr}"
+    return load_retriever_spec(value)
+
+
+def _engine_report(item: RelationItem) -> dict[str, Any]:
+    """The report dict of one engine run per (module, suite, retriever, strategy), computed once per process."""
+    cache = item.config.stash[_CACHE_KEY]
+    module = item.parent
+    declared: Suite = getattr(module.obj, item.suite_name)
+    base = Path(module.path).parent
+    key = (module.nodeid, item.suite_name, item.retriever, item.family)
+    if key in cache:
+        return cache[key]
+    world_key = (module.nodeid, item.suite_name, "world")
+    if world_key not in cache:
+        cache[world_key] = _load_world(declared, base)
+    corpus, cases = cache[world_key]
+    from .runner import check
+
+    effective = _settings(item.config, declared)
+    ks_option = item.config.getoption("--ragmorph-ks")
+    ks = tuple(int(k) for k in ks_option.split(",")) if ks_option else declared.ks
+    replay_dir = item.config.getoption("--ragmorph-replay-dir") or (item.config.rootpath / ".ragmorph" / "replays")
+    report = check(
+        {item.retriever: _load_retriever(declared.retrievers[item.retriever], base)},
+        corpus,
+        cases,
+        strategies=[item.family],
+        ks=ks,
+        max_examples=effective["max_examples"],
+        seed=effective["seed"],
+        derandomize=effective["derandomize"],
+        replay_dir=replay_dir,
+        timeout=item.config.getoption("--ragmorph-timeout") or declared.timeout,
+    )
+    cache[key] = report.to_dict()
+    return cache[key]

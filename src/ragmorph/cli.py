@@ -1,0 +1,742 @@
+"""The `ragmorph` command: a thin `main(argv) -> int` over the library.
+
+Exit codes (the same for every command):
+  0  every hard relation holds (or the command simply succeeded)
+  1  violations found (for `replay`: the bug still reproduces)
+  2  usage or input error (bad option, unreadable or invalid file)
+  3  retriever errors prevented a verdict
+
+Errors are printed as one line on stderr (`ragmorph: error: corpus.jsonl:3: field 'text': ...`) with no
+traceback unless `--debug` is given. The engine is imported inside each command so `ragmorph --help` stays fast.
+A user's input files are never written: an output path that names an input file is a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib
+import importlib.util
+import json
+import os
+import sys
+import textwrap
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from . import __version__
+from .errors import AdapterError, InputError, RagmorphError, UsageError
+
+__all__ = ["EXIT_ERRORS", "EXIT_OK", "EXIT_USAGE", "EXIT_VIOLATIONS", "build_parser", "format_error", "load_retriever_spec", "main", "scaffold_files"]
+
+EXIT_OK = 0
+EXIT_VIOLATIONS = 1
+EXIT_USAGE = 2
+EXIT_ERRORS = 3
+
+DEFAULT_KS = (1, 3, 5, 10)
+DEFAULT_METRICS = ("P", "R", "nDCG", "AP", "RR", "Hit")
+# Only native files carry evidence groups, tenants and versions, so only they enable these measures.
+NATIVE_ONLY_METRICS = ("GroupR", "Unauthorized", "Stale", "Superseded", "Dup")
+
+_EXIT_CODES_HELP = """\
+exit codes:
+  0  every hard relation holds
+  1  violations found
+  2  usage or input error
+  3  retriever errors prevented a verdict
+"""
+
+
+# --------------------------------------------------------------------------------------------------- errors
+
+
+def format_error(error: BaseException) -> str:
+    """One line for stderr: `file:line: field 'x': message` for input errors, the message otherwise."""
+    if isinstance(error, InputError):
+        where = [str(error.file)] if error.file is not None else []
+        if error.file is not None and error.line is not None:
+            where[0] += f":{error.line}"
+        if error.field is not None:
+            where.append(f"field {error.field!r}")
+        return ": ".join([*where, error.message])
+    return str(error).replace("\n", " ")
+
+
+def _exit_code_for(error: RagmorphError) -> int:
+    return EXIT_ERRORS if isinstance(error, AdapterError) else EXIT_USAGE
+
+
+# ------------------------------------------------------------------------------------------- small parsers
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    """Parse `1,3,5,10` into positive ints (argparse type)."""
+    values: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            value = int(part)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected comma-separated positive integers, got {part!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"expected positive integers, got {value}")
+        values.append(value)
+    if not values:
+        raise argparse.ArgumentTypeError(f"expected at least one integer, got {text!r}")
+    return tuple(sorted(set(values)))
+
+
+def _name_list(text: str) -> tuple[str, ...]:
+    """Parse `a,b` into a tuple of non-empty names (argparse type)."""
+    names = tuple(part.strip() for part in text.split(",") if part.strip())
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected comma-separated names, got {text!r}")
+    return names
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {value}")
+    return value
+
+
+# ----------------------------------------------------------------------------------------- loading retrievers
+
+
+def load_retriever_spec(spec: str) -> Any:
+    """Load `package.module:attr` or `path/to/file.py:attr` (a factory or a retriever object).
+
+    Module paths go through `ragmorph.adapters.load_retriever`; a file path is imported as a module of its own
+    (its folder is not added to sys.path) and then checked the same way.
+    """
+    from .adapters import load_retriever
+
+    target, colon, attr = spec.rpartition(":")
+    if not colon or not target or not attr:
+        raise UsageError(
+            f"expected a retriever as 'package.module:attr' or 'path/to/file.py:attr', got {spec!r}"
+        )
+    if not target.endswith(".py") and "/" not in target and "\\" not in target:
+        return load_retriever(spec)
+    path = Path(target)
+    if not path.is_file():
+        raise UsageError(f"expected an existing Python file in retriever {spec!r}, got no file at {target!r}")
+    # A stable name per file: the same file loads once per process, and reports name it the same way.
+    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:10]
+    module_name = f"_ragmorph_file_{path.stem.replace('-', '_')}_{digest}"
+    module = sys.modules.get(module_name)
+    if module is None:
+        module_spec = importlib.util.spec_from_file_location(module_name, path)
+        if module_spec is None or module_spec.loader is None:
+            raise UsageError(f"expected an importable Python file, got {target!r}")
+        module = importlib.util.module_from_spec(module_spec)
+        # Registered before exec so dataclasses/attrs/pickle inside the file can find their own module.
+        sys.modules[module_name] = module
+        try:
+            module_spec.loader.exec_module(module)
+        except Exception as error:
+            del sys.modules[module_name]
+            raise UsageError(f"importing {target!r} failed: {type(error).__name__}: {error}") from error
+    if not hasattr(module, attr):
+        public = sorted(name for name in vars(module) if not name.startswith("_"))
+        raise UsageError(f"expected {target!r} to define {attr!r}, got only {', '.join(public) or 'nothing'}")
+    # Re-check through the adapters' loader: it owns the "is this a retriever or a factory" decision.
+    setattr(sys.modules[module_name], attr, getattr(module, attr))
+    return load_retriever(f"{module_name}:{attr}")
+
+
+def _named_retrievers(specs: Sequence[str]) -> dict[str, Any]:
+    """`name=spec` or bare `spec` (named after its attribute) -> {name: retriever or factory}."""
+    named: dict[str, Any] = {}
+    for raw in specs:
+        name, equals, spec = raw.partition("=")
+        if not equals or ":" in name:
+            name, spec = "", raw
+        if not name:
+            name = spec.rpartition(":")[2]
+        unique, suffix = name, 2
+        while unique in named:
+            unique, suffix = f"{name}-{suffix}", suffix + 1
+        named[unique] = load_retriever_spec(spec)
+    return named
+
+
+# -------------------------------------------------------------------------------------------- file guards
+
+
+def _existing_file(path: str | None, option: str) -> Path | None:
+    if path is None:
+        return None
+    candidate = Path(path)
+    if not candidate.is_file():
+        raise UsageError(f"expected an existing file for {option}, got {path!r} (no such file)")
+    return candidate
+
+
+def _check_outputs(inputs: Sequence[Path | None], outputs: Mapping[str, str | None]) -> None:
+    """Refuse any output path that names an input file: a user's files are never modified."""
+    protected = {p.resolve() for p in inputs if p is not None}
+    for option, output in outputs.items():
+        if output is not None and Path(output).resolve() in protected:
+            raise UsageError(f"expected {option} to name a new file, got {output!r}, which is an input file")
+
+
+# --------------------------------------------------------------------------------------------- rendering
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A plain left/right aligned text table (numbers right-aligned)."""
+    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) if rows else len(str(h)) for i, h in enumerate(headers)]
+
+    def line(cells: Sequence[str]) -> str:
+        out = []
+        for i, cell in enumerate(cells):
+            text = str(cell)
+            out.append(text.ljust(widths[i]) if i == 0 else text.rjust(widths[i]))
+        return "  ".join(out).rstrip()
+
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+# ------------------------------------------------------------------------------------------------ metrics
+
+
+def _metric_names(measures: Sequence[str], ks: Sequence[int]) -> list[str]:
+    from .metrics import parse_metric
+
+    names: list[str] = []
+    for measure in measures:
+        if "@" in measure:
+            names.append(str(parse_metric(measure)))
+            continue
+        for k in ks:
+            names.append(str(parse_metric(f"{measure}@{k}")))
+    return list(dict.fromkeys(names))
+
+
+def _cases_from_qrels(qrels: Mapping[str, Mapping[str, int]]) -> list[Any]:
+    """One case per qrels query; each relevant document (rel > 0) is its own evidence group, as in BEIR."""
+    from .model import Case
+
+    cases = []
+    for qid, judged in qrels.items():
+        relevant = [doc for doc, rel in judged.items() if rel > 0]
+        cases.append(Case(id=qid, query=qid, evidence=[[doc] for doc in relevant], answerable=bool(relevant)))
+    return cases
+
+
+def command_metrics(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Score a TREC run against qrels or native cases; print a table per k and optionally write JSON."""
+    from . import io
+    from .metrics import aggregate, evaluate
+    from .model import Ranking
+
+    run_path = _existing_file(args.run, "--run")
+    qrels_path = _existing_file(args.qrels, "--qrels")
+    corpus_path = _existing_file(args.corpus, "--corpus")
+    cases_path = _existing_file(args.cases, "--cases")
+    _check_outputs([run_path, qrels_path, corpus_path, cases_path], {"--json": args.json})
+    if qrels_path is None and cases_path is None:
+        raise UsageError("expected --qrels QRELS (TREC) or --cases cases.jsonl to say what is relevant, got neither")
+    if qrels_path is not None and cases_path is not None:
+        raise UsageError("expected either --qrels or --cases, got both: pick one source of relevance")
+
+    corpus = io.read_corpus(corpus_path) if corpus_path is not None else None
+    if cases_path is not None:
+        cases = list(io.read_cases(cases_path, corpus=corpus))
+    else:
+        cases = _cases_from_qrels(io.read_trec_qrels(qrels_path))
+    runs = io.read_trec_run(run_path)
+
+    measures = args.metrics or (DEFAULT_METRICS + (NATIVE_ONLY_METRICS if cases_path is not None else ()))
+    if cases_path is None:
+        native = [m for m in measures if m.partition("@")[0] in NATIVE_ONLY_METRICS]
+        if native:
+            raise UsageError(
+                f"expected measures that TREC qrels support, got {', '.join(native)}: "
+                "use --corpus corpus.jsonl --cases cases.jsonl for evidence groups and governance counts"
+            )
+    names = _metric_names(measures, args.k)
+    known_ids = {case.id for case in cases}
+    unknown = sorted(set(runs) - known_ids)
+    if unknown:
+        err.write(f"ragmorph: warning: {len(unknown)} run queries have no judgements and are ignored: {unknown[:5]}\n")
+    per_query = {}
+    # A query without a ranking in the run counts as an empty ranking (trec_eval -c), never as skipped.
+    for case in cases:
+        ranking = runs.get(case.id, Ranking())
+        per_query[case.id] = evaluate(ranking, case, names, corpus=corpus)
+    summary = aggregate(per_query, cases=cases, rankings={c.id: runs.get(c.id, Ranking()) for c in cases})
+    data = summary.to_dict()
+    out.write(render_metrics_summary(data, names, args.k) + "\n")
+    if args.json:
+        _write_text(Path(args.json), json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n")
+        out.write(f"wrote {args.json}\n")
+    return EXIT_OK
+
+
+def render_metrics_summary(data: Mapping[str, Any], names: Sequence[str], ks: Sequence[int]) -> str:
+    """A table per k (macro, micro, queries) from a `ragmorph.metrics/1` dict, then the counts."""
+    from .metrics import parse_metric
+
+    metrics = data.get("metrics", {})
+    blocks = []
+    by_k: dict[int | None, list[str]] = {}
+    for name in names:
+        by_k.setdefault(parse_metric(name).k, []).append(name)
+    for k, group in sorted(by_k.items(), key=lambda item: (item[0] is None, item[0] or 0)):
+        rows = []
+        for name in group:
+            value = metrics.get(name, {})
+            rows.append([name, _fmt(value.get("macro")), _fmt(value.get("micro")), str(value.get("queries", 0))])
+        title = f"k={k}" if k is not None else "no cutoff"
+        blocks.append(f"{title}\n" + _table(["metric", "macro", "micro", "queries"], rows))
+    counts = data.get("counts", {})
+    if counts:
+        blocks.append("counts: " + "  ".join(f"{key}={value}" for key, value in counts.items()))
+    return "\n\n".join(blocks)
+
+
+def _write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(text, encoding="utf-8")
+    temporary.replace(path)
+
+
+# ---------------------------------------------------------------------------------------------------- run
+
+
+def _progress_for(stream: TextIO) -> tuple[Callable[..., None] | None, Callable[[], None]]:
+    """A progress callback for `check` drawing G1's ProgressBar (silent off a TTY), and its closer."""
+    from .reporting import ProgressBar
+
+    state: dict[str, Any] = {}
+
+    def progress(done: int, total: int, *_: Any) -> None:
+        bar = state.get("bar")
+        if bar is None:
+            bar = state["bar"] = ProgressBar(total, stream)
+        bar.update(done - state.get("done", 0))
+        state["done"] = done
+
+    def close() -> None:
+        if "bar" in state:
+            state["bar"].close()
+
+    return progress, close
+
+
+def _print_outcome(report: Mapping[str, Any], out: TextIO, *, limit: int = 3) -> None:
+    """The summary table and the first `limit` minimal failing cases."""
+    from .reporting import render_summary, render_violation
+
+    out.write(render_summary(report) + "\n")
+    failures = [r for r in report.get("results", []) if r.get("status") == "fail" and r.get("violation")]
+    for result in failures[:limit]:
+        out.write("\n" + render_violation(result["violation"]) + "\n")
+    if len(failures) > limit:
+        out.write(f"\n... {len(failures) - limit} more violations in the report files\n")
+
+
+def _write_reports(
+    report: Mapping[str, Any], out: TextIO, *, json_path: str | None, junit: str | None, html: str | None
+) -> None:
+    from .reporting import write_html, write_json, write_junit
+
+    for path, writer in ((json_path, write_json), (junit, write_junit), (html, write_html)):
+        if path is not None:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            writer(report, path)
+            out.write(f"wrote {path}\n")
+
+
+def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Run the metamorphic suite over the user's retrievers, print the outcome, write the report files."""
+    from . import io
+    from .runner import check
+
+    corpus_path = _existing_file(args.corpus, "--corpus")
+    cases_path = _existing_file(args.cases, "--cases")
+    _check_outputs([corpus_path, cases_path], {"--json": args.json, "--junit": args.junit, "--html": args.html})
+    corpus = io.read_corpus(corpus_path)
+    cases = io.read_cases(cases_path, corpus=corpus)
+    retrievers = _named_retrievers(args.retriever)
+    progress, close = _progress_for(err)
+    try:
+        report = check(
+            retrievers,
+            corpus,
+            cases,
+            strategies=args.strategies,
+            ks=args.k,
+            max_examples=args.max_examples,
+            seed=args.seed,
+            derandomize=args.derandomize,
+            replay_dir=args.replay_dir,
+            timeout=args.timeout,
+            progress=progress,
+        )
+    finally:
+        close()
+    data = report.to_dict()
+    _print_outcome(data, out)
+    _write_reports(data, out, json_path=args.json, junit=args.junit, html=args.html)
+    return int(report.exit_code)
+
+
+# ------------------------------------------------------------------------------------------------- replay
+
+
+def command_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Re-run a saved violation: exit 1 while it reproduces, 0 once fixed."""
+    from .runner import replay
+
+    path = _existing_file(args.file, "FILE")
+    retriever = load_retriever_spec(args.retriever) if args.retriever else None
+    outcome = replay(path, retriever=retriever)
+    detail = getattr(outcome, "detail", "") or ""
+    if outcome.reproduced:
+        out.write(f"reproduced: the violation in {args.file} still happens. {detail}".rstrip() + "\n")
+        return EXIT_VIOLATIONS
+    out.write(f"fixed: the violation in {args.file} no longer reproduces. {detail}".rstrip() + "\n")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------------------------- strategies
+
+
+def catalog_rows() -> list[dict[str, Any]]:
+    """Every relation of the catalog as plain data, with whether it is in the default suite."""
+    from .strategies import CATALOG, DEFAULT_SUITE
+
+    default = set(DEFAULT_SUITE)
+    rows = []
+    for relation in CATALOG:
+        row = relation.describe()
+        row["default"] = relation.family in default or relation.name in default
+        rows.append(row)
+    return rows
+
+
+def command_strategies(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """List the relation catalog (family, relation, direction, severity, assumptions)."""
+    rows = catalog_rows()
+    if args.json:
+        out.write(json.dumps({"schema": "ragmorph.catalog/1", "relations": rows}, indent=2) + "\n")
+        return EXIT_OK
+    table = [
+        [row["family"], row["name"], row["direction"], row["severity"], "yes" if row["default"] else "no"]
+        for row in rows
+    ]
+    out.write(_table(["family", "relation", "direction", "severity", "default"], table) + "\n\n")
+    for row in rows:
+        out.write(f"{row['family']}.{row['name']}: {row['summary']}\n")
+        for assumption in row.get("assumptions") or ():
+            out.write(textwrap.fill(assumption, width=100, initial_indent="  assumes: ", subsequent_indent="    ") + "\n")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------------------------------- demo
+
+
+def command_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Run the default suite on the demo world against BM25, dense and a retriever with a planted bug."""
+    from .demo import run_demo
+
+    return run_demo(out_dir=Path(args.out), seed=args.seed, max_examples=args.max_examples, out=out, err=err)
+
+
+# --------------------------------------------------------------------------------------------------- init
+
+
+def command_init(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Scaffold ragmorph_adapter.py and test_ragmorph.py; never overwrite an existing file."""
+    folder = Path(args.dir)
+    files = scaffold_files(folder=folder, corpus=args.corpus, cases=args.cases)
+    existing = [name for name in files if (folder / name).exists()]
+    if existing:
+        raise UsageError(
+            f"expected no existing {', '.join(existing)} in {str(folder)!r}, got existing files: "
+            "ragmorph init never overwrites; move them away or choose another DIR"
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        # "x" mode: a file that appeared since the check above is still never overwritten.
+        with open(folder / name, "x", encoding="utf-8") as handle:
+            handle.write(text)
+        out.write(f"created {folder / name}\n")
+    out.write(
+        "next: edit ragmorph_adapter.py to call your retriever, then run\n"
+        f"  ragmorph run --retriever {folder / 'ragmorph_adapter.py'}:factory "
+        f"--corpus {args.corpus} --cases {args.cases}\n"
+        f"  pytest {folder / 'test_ragmorph.py'}\n"
+    )
+    return EXIT_OK
+
+
+_ADAPTER_TEMPLATE = '''\
+"""ragmorph adapter: a factory that builds your retriever over exactly the corpus ragmorph hands it.
+
+Try it:  ragmorph run --retriever {adapter}:factory --corpus {corpus} --cases {cases}
+"""
+
+from __future__ import annotations
+
+from ragmorph import Corpus, Filters, Hit
+from ragmorph.adapters import BM25Retriever
+
+
+class MyRetriever:
+    """Your search stack behind ragmorph's one-method protocol (replace the two TODOs)."""
+
+    def __init__(self, corpus: Corpus) -> None:
+        # TODO: index every chunk here: chunk.id, chunk.text, chunk.tenant (None = shared with every tenant),
+        # chunk.superseded_by (set on outdated versions) and chunk.metadata. The built-in BM25 stands in for now.
+        self._index = BM25Retriever(corpus)
+
+    def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
+        """At most k hits, best first; (id, score) pairs or bare ids work too."""
+        # TODO: call your retriever. Honour filters.tenant (the tenant's own chunks plus shared ones),
+        # filters.current_only (no chunk with superseded_by set) and filters.metadata, before the cut to k.
+        return list(self._index.retrieve(query, k=k, filters=filters))
+
+
+def factory(corpus: Corpus) -> MyRetriever:
+    """Build a fresh retriever over exactly `corpus` (called for the base and for every perturbed corpus)."""
+    return MyRetriever(corpus)
+'''
+
+_TEST_TEMPLATE = '''\
+"""Metamorphic tests of the retriever in ragmorph_adapter.py: one pytest item per retriever x strategy x relation.
+
+Run:  pytest {test_file}     (options: pytest --help, section "ragmorph")
+"""
+
+from ragmorph.pytest_plugin import suite
+
+# Paths are relative to this file. Add more retrievers to compare them in one run.
+ragmorph_suite = suite(
+    retrievers={{"mine": "ragmorph_adapter.py:factory"}},
+    corpus="{corpus}",
+    cases="{cases}",
+    ks=(1, 3, 5, 10),
+)
+'''
+
+
+def scaffold_files(*, folder: Path, corpus: str, cases: str) -> dict[str, str]:
+    """The files `ragmorph init` writes into `folder`: name -> text (paths in the test file are relative to it)."""
+
+    def relative(path: str) -> str:
+        return Path(os.path.relpath(Path(path).resolve(), folder.resolve())).as_posix()
+
+    return {
+        "ragmorph_adapter.py": _ADAPTER_TEMPLATE.format(
+            adapter=(folder / "ragmorph_adapter.py").as_posix(), corpus=corpus, cases=cases
+        ),
+        "test_ragmorph.py": _TEST_TEMPLATE.format(
+            test_file=(folder / "test_ragmorph.py").as_posix(), corpus=relative(corpus), cases=relative(cases)
+        ),
+    }
+
+
+# ------------------------------------------------------------------------------------------------- parser
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the hand-wrapped examples in descriptions and epilogs."""
+
+
+def _command(
+    commands: Any, name: str, handler: Callable[..., int], summary: str, examples: str, *, exit_codes: bool = True
+) -> argparse.ArgumentParser:
+    epilog = "example:\n" + textwrap.indent(textwrap.dedent(examples).strip(), "  ") + "\n"
+    if exit_codes:
+        epilog += "\n" + _EXIT_CODES_HELP
+    parser = commands.add_parser(name, help=summary, description=summary, epilog=epilog, formatter_class=_Formatter)
+    parser.set_defaults(handler=handler)
+    parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser of every `ragmorph` command."""
+    parser = argparse.ArgumentParser(
+        prog="ragmorph",
+        description="Metamorphic tests for RAG retrievers: perturb a retrieval world, assert the direction of "
+        "change, shrink failures.",
+        epilog="example:\n  ragmorph demo\n  ragmorph run --retriever ragmorph.adapters:BM25Retriever "
+        "--corpus corpus.jsonl --cases cases.jsonl\n\n" + _EXIT_CODES_HELP,
+        formatter_class=_Formatter,
+    )
+    parser.add_argument("--version", action="version", version=f"ragmorph {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    metrics = _command(
+        commands,
+        "metrics",
+        command_metrics,
+        "Score a TREC run against qrels, or against native cases (which adds GroupR and governance counts). "
+        "A judged query missing from the run counts as an empty ranking.",
+        """
+        ragmorph metrics --run run.trec --qrels qrels.trec --k 5,10 --json metrics.json
+        ragmorph metrics --run run.trec --corpus corpus.jsonl --cases cases.jsonl --metrics P,R,GroupR,Unauthorized
+        """,
+        exit_codes=False,
+    )
+    metrics.add_argument("--run", required=True, help="TREC run file (qid Q0 docid rank score tag)")
+    metrics.add_argument("--qrels", help="TREC qrels file (qid 0 docid rel)")
+    metrics.add_argument("--corpus", help="native corpus.jsonl (enables Unauthorized, Stale, Superseded, Dup)")
+    metrics.add_argument("--cases", help="native cases.jsonl (evidence groups; enables GroupR)")
+    metrics.add_argument("--k", type=_int_list, default=DEFAULT_KS, help="cutoffs, comma separated (default 1,3,5,10)")
+    metrics.add_argument(
+        "--metrics",
+        type=_name_list,
+        help=f"measures, comma separated, with or without @k (default {','.join(DEFAULT_METRICS)}"
+        f" and, with --cases, {','.join(NATIVE_ONLY_METRICS)})",
+    )
+    metrics.add_argument("--json", metavar="FILE", help="write the ragmorph.metrics/1 summary here")
+
+    run = _command(
+        commands,
+        "run",
+        command_run,
+        "Run the metamorphic suite over your retrievers. A retriever is 'package.module:attr' or "
+        "'path/to/file.py:attr' naming a factory (called with the corpus) or a retriever object; prefix "
+        "'name=' to name it in reports.",
+        """
+        ragmorph run --retriever bm25=ragmorph.adapters:BM25Retriever --corpus corpus.jsonl --cases cases.jsonl \\
+            --strategies tenancy,cutoff --k 3,10 --max-examples 20 --json report.json --junit junit.xml
+        """,
+    )
+    run.add_argument("--retriever", action="append", required=True, metavar="[NAME=]MOD:ATTR", help="repeatable")
+    run.add_argument("--corpus", required=True, help="native corpus.jsonl")
+    run.add_argument("--cases", required=True, help="native cases.jsonl")
+    run.add_argument("--strategies", type=_name_list, help="strategy families, comma separated (default: the default suite)")
+    run.add_argument("--k", type=_int_list, default=DEFAULT_KS, help="cutoffs, comma separated (default 1,3,5,10)")
+    run.add_argument("--max-examples", type=_positive_int, default=25, help="perturbations per unit (default 25)")
+    run.add_argument("--seed", type=int, default=0, help="run seed; the same seed gives the same report (default 0)")
+    run.add_argument("--derandomize", action="store_true", help="Hypothesis derandomize mode (for CI)")
+    run.add_argument("--timeout", type=_positive_float, help="per-call retriever time limit in seconds")
+    run.add_argument("--replay-dir", metavar="DIR", help="write a replay file per violation here")
+    run.add_argument("--json", metavar="FILE", help="write the ragmorph.report/1 JSON report")
+    run.add_argument("--junit", metavar="FILE", help="write JUnit XML (one testcase per retriever x strategy x relation)")
+    run.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
+
+    replay = _command(
+        commands,
+        "replay",
+        command_replay,
+        "Re-run a saved violation. Exits 1 while the bug reproduces and 0 once it is fixed, so it works as a "
+        "regression check.",
+        """
+        ragmorph replay ragmorph-report/replays/bm25-q7-tenancy.json
+        ragmorph replay failure.json --retriever mypkg.search:factory
+        """,
+    )
+    replay.add_argument("file", metavar="FILE", help="a ragmorph.replay/1 file written by `run` or `demo`")
+    replay.add_argument("--retriever", metavar="MOD:ATTR", help="replay against this retriever instead of the saved one")
+
+    strategies = _command(
+        commands,
+        "strategies",
+        command_strategies,
+        "List the relation catalog: family, relation, expected direction, severity and assumptions.",
+        """
+        ragmorph strategies
+        ragmorph strategies --json > catalog.json
+        """,
+        exit_codes=False,
+    )
+    strategies.add_argument("--json", action="store_true", help="print the catalog as JSON")
+
+    demo = _command(
+        commands,
+        "demo",
+        command_demo,
+        "Run the default suite on a built-in world against BM25, a dense retriever and a pipeline with a "
+        "planted bug (tenant filter applied after truncation), show the shrunk minimal failing case and write "
+        "HTML and JSON reports. Exits 0 when the demo behaves as expected (the planted bug is caught and the "
+        "correct retrievers pass), 1 otherwise.",
+        """
+        ragmorph demo --out ragmorph-report --seed 0
+        """,
+        exit_codes=False,
+    )
+    demo.add_argument("--out", default="ragmorph-report", metavar="DIR", help="report folder (default ./ragmorph-report)")
+    demo.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
+    demo.add_argument("--max-examples", type=_positive_int, default=None, help=argparse.SUPPRESS)
+
+    init = _command(
+        commands,
+        "init",
+        command_init,
+        "Scaffold ragmorph_adapter.py (a factory template around your retriever) and test_ragmorph.py (a "
+        "pytest file using the ragmorph plugin). Never overwrites an existing file.",
+        """
+        ragmorph init tests/retrieval --corpus data/corpus.jsonl --cases data/cases.jsonl
+        """,
+        exit_codes=False,
+    )
+    init.add_argument("dir", nargs="?", default=".", metavar="DIR", help="folder to write into (default .)")
+    init.add_argument("--corpus", default="data/corpus.jsonl", help="corpus path the templates use")
+    init.add_argument("--cases", default="data/cases.jsonl", help="cases path the templates use")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `ragmorph` console script; returns the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:
+        # argparse exits 2 on usage errors and 0 on --help/--version; main returns instead of exiting.
+        return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    debug = bool(getattr(args, "debug", False))
+    try:
+        return int(args.handler(args, sys.stdout, sys.stderr))
+    except RagmorphError as error:
+        if debug:
+            raise
+        sys.stderr.write(f"ragmorph: error: {format_error(error)}\n")
+        return _exit_code_for(error)
+    except OSError as error:
+        if debug:
+            raise
+        where = f": {error.filename}" if error.filename else ""
+        sys.stderr.write(f"ragmorph: error: {error.strerror or error}{where}\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        sys.stderr.write("ragmorph: interrupted\n")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
