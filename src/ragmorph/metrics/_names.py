@@ -1,0 +1,285 @@
+"""Metric values, the one parser for their names, and the registry documenting every measure."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+import attrs
+
+from ..errors import UsageError, describe
+from ..model import FrozenMap
+
+__all__ = [
+    "GOLD_MEASURES",
+    "GOVERNANCE_MEASURES",
+    "MEASURES",
+    "POLICIES",
+    "MeasureInfo",
+    "Metric",
+    "parse_metric",
+    "parse_metrics",
+    "standard_metrics",
+]
+
+
+@attrs.frozen
+class MeasureInfo:
+    """What a measure computes, its edge cases and its inputs; the CLI and README are generated from these.
+
+    `micro` says how `aggregate` pools the measure over queries (None: no natural pooled form, micro is None).
+    """
+
+    name: str
+    formula: str
+    edge_cases: str
+    needs_corpus: bool = False
+    needs_k: bool = True
+    needs_judge: bool = False
+    batch: bool = False
+    micro: str | None = None
+    summary: str = ""
+
+
+_NO_GOLD = "None when the case has no gold ids or is unanswerable (policy no_gold)."
+_DUPS = "A repeated id counts once, at its first rank (policy duplicates)."
+
+_INFOS: tuple[MeasureInfo, ...] = (
+    MeasureInfo(
+        "P",
+        "relevant ids in the top k / k",
+        f"Divides by k even when fewer than k hits were returned, as trec_eval does (policy fewer_than_k). "
+        f"{_DUPS} {_NO_GOLD}",
+        batch=True,
+        micro="sum of relevant in top k / sum of k (equals macro over the same queries)",
+        summary="precision at k (trec_eval P)",
+    ),
+    MeasureInfo(
+        "P_ret",
+        "relevant ids in the top k / hits returned in the top k",
+        f"None when nothing was returned (0/0). A repeated id fills its slot but is never relevant again. "
+        f"{_NO_GOLD}",
+        batch=True,
+        micro="sum of relevant in top k / sum of hits returned in top k",
+        summary="precision over what was actually returned",
+    ),
+    MeasureInfo(
+        "R",
+        "distinct gold ids in the top k / distinct gold ids",
+        f"{_DUPS} {_NO_GOLD}",
+        batch=True,
+        micro="sum of relevant in top k / sum of gold ids",
+        summary="recall at k (trec_eval recall)",
+    ),
+    MeasureInfo(
+        "GroupR",
+        "evidence groups with at least one member in the top k / evidence groups",
+        f"Equals R@k when every group has exactly one (distinct) member. {_NO_GOLD} Not in the batch path: "
+        "qrels carry no groups.",
+        micro="sum of covered groups / sum of groups",
+        summary="evidence-group recall: alternatives within a group are interchangeable",
+    ),
+    MeasureInfo(
+        "CP",
+        "sum over relevant ranks i <= k of P@i / relevant ids in the top k",
+        "Ragas context precision. 0.0 when gold exists but nothing relevant is in the top k. Moving a relevant "
+        "hit above an irrelevant one never lowers it while both stay in the top k, but pulling a relevant hit "
+        f"into the top k from below can lower it (the denominator grows). {_DUPS} {_NO_GOLD}",
+        batch=True,
+        summary="Ragas-style context precision",
+    ),
+    MeasureInfo(
+        "AP",
+        "sum over relevant ranks i <= k of P@i / distinct gold ids",
+        f"trec_eval map_cut: the denominator counts every gold id, retrieved or not. {_DUPS} {_NO_GOLD}",
+        batch=True,
+        summary="average precision cut at k (trec_eval map_cut)",
+    ),
+    MeasureInfo(
+        "RR",
+        "1 / rank of the first relevant hit within the top k, else 0",
+        f"{_NO_GOLD}",
+        batch=True,
+        summary="reciprocal rank cut at k",
+    ),
+    MeasureInfo(
+        "nDCG",
+        "sum over ranks i <= k of gain_i / log2(i + 1), divided by the same sum over the ideal ranking",
+        "Binary gains for cases; the batch path uses the graded qrels values as gains (values <= 0 gain "
+        f"nothing), exactly as trec_eval ndcg_cut. {_DUPS} {_NO_GOLD}",
+        batch=True,
+        summary="normalised discounted cumulative gain (trec_eval ndcg_cut)",
+    ),
+    MeasureInfo(
+        "Hit",
+        "1 when any gold id is in the top k, else 0",
+        f"{_NO_GOLD}",
+        batch=True,
+        micro="queries with a hit / queries (equals macro)",
+        summary="hit rate (success) at k",
+    ),
+    MeasureInfo(
+        "F1",
+        "2 * P@k * R@k / (P@k + R@k) = 2 * relevant in top k / (k + gold ids)",
+        f"0.0 when nothing relevant is in the top k. Uses P@k (divides by k), as ranx does. {_NO_GOLD}",
+        batch=True,
+        micro="2 * sum of relevant in top k / (sum of k + sum of gold ids): the harmonic mean of micro P and R",
+        summary="harmonic mean of P@k and R@k",
+    ),
+    MeasureInfo(
+        "Unauthorized",
+        "distinct ids in the top k whose chunk the case's tenant may not see (chunk.tenant set and != case.tenant)",
+        "A count, defined for every case (0.0 when nothing returned). With case.tenant None every private "
+        "chunk counts. Ids missing from the corpus are not counted (policy unknown_ids).",
+        needs_corpus=True,
+        micro="sum of counts / sum of distinct ids returned in the top k (a rate, not a count)",
+        summary="tenant leaks in the top k",
+    ),
+    MeasureInfo(
+        "Stale",
+        "distinct ids in the top k whose superseded_by successor is in the corpus",
+        "A count, defined for every case. Ids missing from the corpus are not counted (policy unknown_ids).",
+        needs_corpus=True,
+        micro="sum of counts / sum of distinct ids returned in the top k (a rate, not a count)",
+        summary="outdated chunks whose replacement exists",
+    ),
+    MeasureInfo(
+        "Superseded",
+        "distinct ids in the top k whose chunk has superseded_by set (successor present or not)",
+        "A count, defined for every case. Ids missing from the corpus are not counted (policy unknown_ids).",
+        needs_corpus=True,
+        micro="sum of counts / sum of distinct ids returned in the top k (a rate, not a count)",
+        summary="any superseded chunk in the top k",
+    ),
+    MeasureInfo(
+        "Dup",
+        "hits in the top k that repeat an earlier hit's id or an earlier hit's exact text",
+        "A count, defined for every case. Text comes from the hit, else from the corpus when one is given; a "
+        "hit whose text is unknown can only repeat by id.",
+        micro="sum of counts / sum of hits returned in the top k (a rate, not a count)",
+        summary="duplicate ids or identical texts in the top k",
+    ),
+    MeasureInfo(
+        "Relevance",
+        "mean judge(query, text) over the distinct ids in the top k",
+        "None when nothing was returned. Text comes from the hit, else from the corpus. Needs evaluate(..., "
+        "judge=); judge scores must lie in [0, 1]. Stochastic judges give stochastic values.",
+        needs_judge=True,
+        micro="sum of judge scores / number of judged hits, pooled over queries",
+        summary="context relevance from a pluggable judge",
+    ),
+    MeasureInfo(
+        "EmptyOK",
+        "1 when the ranking is empty, else 0; only for unanswerable cases",
+        "No cutoff: the retriever's own threshold decides. None for answerable cases (policy unanswerable).",
+        needs_k=False,
+        micro="unanswerable queries answered with nothing / unanswerable queries (equals macro)",
+        summary="an unanswerable case got no hits",
+    ),
+)
+
+MEASURES: FrozenMap = FrozenMap((info.name, info) for info in _INFOS)
+"""Registry: measure name -> MeasureInfo, in documentation order."""
+
+GOLD_MEASURES: frozenset[str] = frozenset({"P", "P_ret", "R", "GroupR", "CP", "AP", "RR", "nDCG", "Hit", "F1"})
+"""Measures defined only for cases with gold ids (policy no_gold)."""
+
+GOVERNANCE_MEASURES: frozenset[str] = frozenset({"Unauthorized", "Stale", "Superseded", "Dup"})
+"""Counts in the top k that are defined for every case, answerable or not."""
+
+POLICIES: FrozenMap = FrozenMap(
+    {
+        "fewer_than_k": "P@k divides by k even when fewer than k hits came back (trec_eval); P_ret@k divides by "
+        "what came back.",
+        "no_gold": "Gold-based measures (P, P_ret, R, GroupR, CP, AP, RR, nDCG, Hit, F1) are None for a case "
+        "with no gold ids or with answerable=false: never a fake 0 or 1. Such cases are scored by EmptyOK.",
+        "duplicates": "A repeated id keeps its first rank; later repeats occupy their slot (they push later hits "
+        "down and count in P_ret's denominator) but are never relevant again, so duplicates never add hits. "
+        "Dup@k counts them.",
+        "unanswerable": "EmptyOK is 1.0 when an unanswerable case gets an empty ranking, 0.0 otherwise, and None "
+        "for answerable cases.",
+        "unknown_ids": "Governance counts skip ids that are not in the corpus: nothing is known about them "
+        "(adapters reject such hits before metrics run).",
+        "ties": "evaluate() never re-sorts. evaluate_batch() ranks a scored run by score descending and breaks "
+        "ties by doc id descending, exactly as trec_eval does.",
+    }
+)
+"""Named edge-case policies, referenced from MeasureInfo.edge_cases and tested one by one."""
+
+_CANONICAL = {name.lower(): name for name in MEASURES}
+_SYNTAX = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:@\s*(\S+))?\s*$")
+
+
+def _valid_names() -> str:
+    return ", ".join(f"{name}@k" if info.needs_k else name for name, info in MEASURES.items())
+
+
+def _check_measure(instance: object, attribute: attrs.Attribute, value: object) -> None:
+    if value not in MEASURES:
+        raise UsageError(f"expected a measure among {_valid_names()}; got measure={describe(value)}")
+
+
+def _check_k(instance: Metric, attribute: attrs.Attribute, value: object) -> None:
+    info = MEASURES[instance.measure]
+    if not info.needs_k:
+        if value is not None:
+            raise UsageError(f"expected {info.name} without a cutoff (write {info.name!r}), got k={describe(value)}")
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise UsageError(
+            f"expected a positive integer cutoff for {info.name} (e.g. '{info.name}@10'), got k={describe(value)}"
+        )
+
+
+@attrs.frozen(order=False)
+class Metric:
+    """One measure at one cutoff, e.g. `Metric("nDCG", 10)`; `str(metric)` is its canonical name `nDCG@10`."""
+
+    measure: str = attrs.field(validator=_check_measure)
+    k: int | None = attrs.field(default=None, validator=_check_k)
+
+    def __str__(self) -> str:
+        return self.measure if self.k is None else f"{self.measure}@{self.k}"
+
+    @property
+    def info(self) -> MeasureInfo:
+        """The registry entry of this metric's measure."""
+        return MEASURES[self.measure]
+
+
+def parse_metric(text: str | Metric) -> Metric:
+    """Parse a metric name like `P@5`, `nDCG@10`, `GroupR@3` or `EmptyOK` (measure names are case-insensitive).
+
+    Raises UsageError naming the text and listing the valid measures.
+    """
+    if isinstance(text, Metric):
+        return text
+    if not isinstance(text, str):
+        raise UsageError(f"expected a metric name such as 'P@5', got {describe(text)}")
+    match = _SYNTAX.match(text)
+    measure = _CANONICAL.get(match.group(1).lower()) if match else None
+    if match is None or measure is None:
+        raise UsageError(f"expected a metric such as 'P@5' or 'EmptyOK' (valid: {_valid_names()}), got {text!r}")
+    cutoff = match.group(2)
+    if cutoff is None:
+        return Metric(measure)
+    if not cutoff.isdigit() or int(cutoff) <= 0:
+        raise UsageError(f"expected a positive integer cutoff after '@' in {text!r}, e.g. '{measure}@10'")
+    return Metric(measure, int(cutoff))
+
+
+def parse_metrics(metrics: Iterable[Metric | str] | str) -> tuple[Metric, ...]:
+    """Parse several metrics (a comma-separated string or an iterable), dropping repeats, keeping order."""
+    items = metrics.split(",") if isinstance(metrics, str) else metrics
+    seen: dict[Metric, None] = {}
+    for item in items:
+        seen.setdefault(parse_metric(item), None)
+    return tuple(seen)
+
+
+def standard_metrics(ks: Iterable[int], *, governance: bool = True) -> tuple[Metric, ...]:
+    """The metrics a report shows at every cutoff in `ks`: P, R, GroupR, CP, AP, RR, nDCG, Hit, F1 (+ governance)."""
+    measures = ["P", "R", "GroupR", "CP", "AP", "RR", "nDCG", "Hit", "F1"]
+    if governance:
+        measures += ["Unauthorized", "Stale", "Superseded", "Dup"]
+    return tuple(Metric(measure, k) for k in ks for measure in measures) + (Metric("EmptyOK"),)
