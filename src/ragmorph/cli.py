@@ -127,14 +127,14 @@ def load_retriever_spec(spec: str) -> Any:
     Module paths go through `ragmorph.adapters.load_retriever`; a file path is imported as a module of its own
     (its folder is not added to sys.path) and then checked the same way.
     """
-    from .adapters import load_retriever
-
     target, colon, attr = spec.rpartition(":")
     if not colon or not target or not attr:
         raise UsageError(
             f"expected a retriever as 'package.module:attr' or 'path/to/file.py:attr', got {spec!r}"
         )
     if not target.endswith(".py") and "/" not in target and "\\" not in target:
+        from .adapters import load_retriever
+
         return load_retriever(spec)
     path = Path(target)
     if not path.is_file():
@@ -158,8 +158,9 @@ def load_retriever_spec(spec: str) -> Any:
     if not hasattr(module, attr):
         public = sorted(name for name in vars(module) if not name.startswith("_"))
         raise UsageError(f"expected {target!r} to define {attr!r}, got only {', '.join(public) or 'nothing'}")
-    # Re-check through the adapters' loader: it owns the "is this a retriever or a factory" decision.
-    setattr(sys.modules[module_name], attr, getattr(module, attr))
+    from .adapters import load_retriever
+
+    # Re-checked through the adapters' loader: it owns the "is this a retriever or a factory" decision.
     return load_retriever(f"{module_name}:{attr}")
 
 
@@ -249,10 +250,6 @@ def _cases_from_qrels(qrels: Mapping[str, Mapping[str, int]]) -> list[Any]:
 
 def command_metrics(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Score a TREC run against qrels or native cases; print a table per k and optionally write JSON."""
-    from . import io
-    from .metrics import aggregate, evaluate
-    from .model import Ranking
-
     run_path = _existing_file(args.run, "--run")
     qrels_path = _existing_file(args.qrels, "--qrels")
     corpus_path = _existing_file(args.corpus, "--corpus")
@@ -262,6 +259,9 @@ def command_metrics(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise UsageError("expected --qrels QRELS (TREC) or --cases cases.jsonl to say what is relevant, got neither")
     if qrels_path is not None and cases_path is not None:
         raise UsageError("expected either --qrels or --cases, got both: pick one source of relevance")
+    from . import io
+    from .metrics import aggregate, evaluate
+    from .model import Ranking
 
     corpus = io.read_corpus(corpus_path) if corpus_path is not None else None
     if cases_path is not None:
@@ -375,12 +375,12 @@ def _write_reports(
 
 def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run the metamorphic suite over the user's retrievers, print the outcome, write the report files."""
-    from . import io
-    from .runner import check
-
     corpus_path = _existing_file(args.corpus, "--corpus")
     cases_path = _existing_file(args.cases, "--cases")
     _check_outputs([corpus_path, cases_path], {"--json": args.json, "--junit": args.junit, "--html": args.html})
+    from . import io
+    from .runner import check
+
     corpus = io.read_corpus(corpus_path)
     cases = io.read_cases(cases_path, corpus=corpus)
     retrievers = _named_retrievers(args.retriever)
@@ -412,9 +412,9 @@ def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def command_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Re-run a saved violation: exit 1 while it reproduces, 0 once fixed."""
+    path = _existing_file(args.file, "FILE")
     from .runner import replay
 
-    path = _existing_file(args.file, "FILE")
     retriever = load_retriever_spec(args.retriever) if args.retriever else None
     outcome = replay(path, retriever=retriever)
     detail = getattr(outcome, "detail", "") or ""
@@ -576,7 +576,7 @@ def _command(
     epilog = "example:\n" + textwrap.indent(textwrap.dedent(examples).strip(), "  ") + "\n"
     if exit_codes:
         epilog += "\n" + _EXIT_CODES_HELP
-    parser = commands.add_parser(name, help=summary, description=summary, epilog=epilog, formatter_class=_Formatter)
+    parser = commands.add_parser(name, help=summary.split(". ")[0], description=summary, epilog=epilog, formatter_class=_Formatter)
     parser.set_defaults(handler=handler)
     parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")
     return parser

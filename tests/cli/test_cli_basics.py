@@ -1,0 +1,156 @@
+"""CLI contract tests that need no engine: help texts, version, usage errors, error rendering and `init`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ragmorph import __version__
+from ragmorph.cli import EXIT_OK, EXIT_USAGE, format_error, load_retriever_spec, main
+from ragmorph.errors import InputError, UsageError
+
+COMMANDS = ("metrics", "run", "replay", "strategies", "demo", "init")
+
+
+def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--version"]) == EXIT_OK
+    assert capsys.readouterr().out.strip() == f"ragmorph {__version__}"
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help_with_an_example(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([command, "--help"]) == EXIT_OK
+    text = capsys.readouterr().out
+    assert f"usage: ragmorph {command}" in text
+    assert "example:" in text
+    assert f"ragmorph {command}" in text.split("example:", 1)[1]
+
+
+def test_top_level_help_lists_every_command_and_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == EXIT_OK
+    text = capsys.readouterr().out
+    for command in COMMANDS:
+        assert command in text
+    assert "3  retriever errors prevented a verdict" in text
+
+
+def test_no_command_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == EXIT_USAGE
+    assert "usage: ragmorph" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["frobnicate"], "invalid choice"),
+        (["run", "--corpus", "c.jsonl", "--cases", "q.jsonl"], "--retriever"),
+        (["run", "--retriever", "a:b", "--corpus", "c", "--cases", "q", "--k", "0,3"], "expected positive integers"),
+        (["run", "--retriever", "a:b", "--corpus", "c", "--cases", "q", "--max-examples", "many"], "positive integer"),
+        (["run", "--retriever", "a:b", "--corpus", "c", "--cases", "q", "--timeout", "-1"], "positive number"),
+    ],
+)
+def test_usage_errors_exit_2_and_name_the_problem(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == EXIT_USAGE
+    assert message in capsys.readouterr().err
+
+
+def test_missing_input_file_is_one_line_without_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["run", "--retriever", "ragmorph.adapters:BM25Retriever", "--corpus", str(tmp_path / "nope.jsonl"),
+                 "--cases", str(tmp_path / "cases.jsonl")])
+    err = capsys.readouterr().err
+    assert code == EXIT_USAGE
+    assert err.count("\n") == 1
+    assert err.startswith("ragmorph: error: expected an existing file for --corpus")
+    assert "Traceback" not in err
+
+
+def test_input_error_renders_file_line_field_and_message() -> None:
+    error = InputError("expected a string, got 42 (int)", file="corpus.jsonl", line=3, field="text", value=42)
+    assert format_error(error) == "corpus.jsonl:3: field 'text': expected a string, got 42 (int)"
+    assert format_error(InputError("bad", field="k")) == "field 'k': bad"
+    assert format_error(UsageError("plain message")) == "plain message"
+
+
+def test_retriever_spec_without_colon_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="expected a retriever as 'package.module:attr'"):
+        load_retriever_spec("mypkg.search")
+
+
+def test_retriever_file_that_does_not_exist_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="expected an existing Python file"):
+        load_retriever_spec(f"{tmp_path / 'missing.py'}:factory")
+
+
+def test_retriever_file_without_the_attribute_lists_what_it_has(tmp_path: Path) -> None:
+    source = tmp_path / "search.py"
+    source.write_text("def build(corpus):\n    return None\n", encoding="utf-8")
+    with pytest.raises(UsageError, match="to define 'factory', got only build"):
+        load_retriever_spec(f"{source}:factory")
+
+
+def test_retriever_file_that_raises_on_import_is_a_usage_error(tmp_path: Path) -> None:
+    source = tmp_path / "broken.py"
+    source.write_text("raise RuntimeError('no index server')\n", encoding="utf-8")
+    with pytest.raises(UsageError, match="importing .* failed: RuntimeError: no index server"):
+        load_retriever_spec(f"{source}:factory")
+
+
+# ---------------------------------------------------------------------------------------------------- init
+
+
+def test_init_writes_an_adapter_and_a_test_file_that_compile(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "retrieval"
+    assert main(["init", str(target), "--corpus", "data/corpus.jsonl", "--cases", "data/cases.jsonl"]) == EXIT_OK
+    adapter = (target / "ragmorph_adapter.py").read_text(encoding="utf-8")
+    test_file = (target / "test_ragmorph.py").read_text(encoding="utf-8")
+    compile(adapter, "ragmorph_adapter.py", "exec")
+    compile(test_file, "test_ragmorph.py", "exec")
+    assert "def factory(corpus: Corpus)" in adapter
+    assert '"ragmorph_adapter.py:factory"' in test_file
+    out = capsys.readouterr().out
+    assert f"created {target / 'ragmorph_adapter.py'}" in out
+    assert "ragmorph run --retriever" in out
+
+
+def test_init_paths_in_the_test_file_are_relative_to_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["init", "tests/rag", "--corpus", "data/corpus.jsonl", "--cases", "data/cases.jsonl"]) == EXIT_OK
+    text = (tmp_path / "tests" / "rag" / "test_ragmorph.py").read_text(encoding="utf-8")
+    assert 'corpus="../../data/corpus.jsonl"' in text
+    assert 'cases="../../data/cases.jsonl"' in text
+
+
+@pytest.mark.parametrize("existing", ["ragmorph_adapter.py", "test_ragmorph.py"])
+def test_init_never_overwrites_and_writes_nothing_when_one_file_exists(
+    existing: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / existing).write_text("# mine\n", encoding="utf-8")
+    assert main(["init", str(tmp_path)]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.startswith("ragmorph: error: expected no existing")
+    assert existing in err and "never overwrites" in err
+    assert (tmp_path / existing).read_text(encoding="utf-8") == "# mine\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [existing]
+
+
+def test_debug_shows_the_traceback(tmp_path: Path) -> None:
+    (tmp_path / "test_ragmorph.py").write_text("# mine\n", encoding="utf-8")
+    with pytest.raises(UsageError):
+        main(["--debug", "init", str(tmp_path)])
+    with pytest.raises(UsageError):
+        main(["init", str(tmp_path), "--debug"])
+
+
+def test_console_script_exits_with_the_code_and_no_traceback(tmp_path: Path) -> None:
+    (tmp_path / "ragmorph_adapter.py").write_text("# mine\n", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "ragmorph.cli", "init", str(tmp_path)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == EXIT_USAGE
+    assert done.stderr.startswith("ragmorph: error: ")
+    assert "Traceback" not in done.stderr
