@@ -2,19 +2,70 @@
 
 from __future__ import annotations
 
-from ._protocol import AsyncRetriever, DeltaRetriever, Factory, RawHit, Retriever, excerpt, normalise_hits
+from ._protocol import (
+    AsyncRetriever,
+    BatchRetriever,
+    DeltaRetriever,
+    Factory,
+    RawHit,
+    Retriever,
+    Revertible,
+    excerpt,
+    normalise_hits,
+)
+from .bm25 import BM25Retriever, BM25sRetriever
+from .capabilities import (
+    PERTURBATION_KINDS,
+    Capabilities,
+    describe_capabilities,
+    display_name,
+    is_factory,
+    is_retriever,
+)
+from .delta import applied_delta
+from .dense import DenseRetriever, shared_cache
 from .embedders import CachedEmbedder, Embedder, HashingEmbedder, MiniLMEmbedder
+from .function import FunctionRetriever
+from .guard import GuardedRetriever
+from .loading import load_retriever
+from .pipeline import ContextPacker, Dedup, FreshnessFilter, Reranker, TenantFilter, whitespace_tokens
+from .validation import RagmorphWarning, ScoreOrderWarning, validate_hits
 
 __all__ = [
+    "PERTURBATION_KINDS",
     "AsyncRetriever",
+    "BM25Retriever",
+    "BM25sRetriever",
+    "BatchRetriever",
     "CachedEmbedder",
+    "Capabilities",
+    "ContextPacker",
+    "Dedup",
     "DeltaRetriever",
+    "DenseRetriever",
     "Embedder",
     "Factory",
+    "FreshnessFilter",
+    "FunctionRetriever",
+    "GuardedRetriever",
     "HashingEmbedder",
     "MiniLMEmbedder",
+    "RagmorphWarning",
     "RawHit",
+    "Reranker",
     "Retriever",
+    "Revertible",
+    "ScoreOrderWarning",
+    "TenantFilter",
+    "applied_delta",
+    "describe_capabilities",
+    "display_name",
     "excerpt",
+    "is_factory",
+    "is_retriever",
+    "load_retriever",
     "normalise_hits",
+    "shared_cache",
+    "validate_hits",
+    "whitespace_tokens",
 ]

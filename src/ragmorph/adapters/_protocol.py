@@ -10,10 +10,12 @@ from ..model import Chunk, Corpus, Filters, Hit
 
 __all__ = [
     "AsyncRetriever",
+    "BatchRetriever",
     "DeltaRetriever",
     "Factory",
     "RawHit",
     "Retriever",
+    "Revertible",
     "excerpt",
     "normalise_hits",
 ]
@@ -50,6 +52,34 @@ class AsyncRetriever(Protocol):
 
     async def aretrieve(self, query: str, *, k: int, filters: Filters | None = None) -> Sequence[RawHit]:
         """Async form of `retrieve`."""
+        ...
+
+
+@runtime_checkable
+class BatchRetriever(Protocol):
+    """A retriever that answers many queries in one call."""
+
+    def retrieve_batch(
+        self, queries: Sequence[str], *, k: int, filters: Filters | None = None
+    ) -> Sequence[Sequence[RawHit]]:
+        """One response per query, in query order."""
+        ...
+
+
+@runtime_checkable
+class Revertible(Protocol):
+    """A delta retriever that can restore its exact earlier state (tie order included) after add/remove.
+
+    `applied_delta` prefers this over inverse operations: re-adding a removed chunk usually appends it, which
+    moves it in the tie order, while a rollback puts it back where it was.
+    """
+
+    def checkpoint(self) -> Any:
+        """An opaque token describing the current state."""
+        ...
+
+    def rollback(self, token: Any) -> None:
+        """Undo every add/remove made since `checkpoint()` returned `token`, even a half-finished one."""
         ...
 
 

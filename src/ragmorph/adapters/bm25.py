@@ -1,0 +1,203 @@
+"""Okapi BM25 over a ragmorph corpus, with deltas exactly equal to a re-index; and a bm25s-backed factory.
+
+Score of chunk d for query q (each distinct query term counted once, summed in order of first appearance)::
+
+    score(d, q) = sum over t in q of  idf(t) * tf(t, d) / (tf(t, d) + k1 * (1 - b + b * |d| / avgdl))
+    idf(t)      = log(1 + (N - df(t) + 0.5) / (df(t) + 0.5))          (Lucene's idf: never negative)
+
+This is Lucene's BM25 (and bm25s' "lucene" method): classic Okapi multiplies every term by the constant
+(k1 + 1), which changes no ranking, so Lucene >= 8 dropped it and so do we; scores then agree with bm25s.
+
+N, df, |d| (in tokens) and avgdl = total tokens / N are computed at query time from integer counts over the
+*current* chunks, so after any add/remove the rankings and the scores are bit-for-bit those of a fresh index of
+the edited corpus. Only chunks sharing at least one term with the query are returned (score > 0): returning
+zero-score chunks would append one huge, arbitrary tie to every ranking. Ties are broken by corpus position.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ..errors import UsageError, describe
+from ..model import Chunk, Corpus, Filters, Hit
+from ._index import GrowableArray, SlotIndex, top_slots
+from ._text import default_tokenize
+
+__all__ = ["BM25Retriever", "BM25sRetriever", "Tokenizer"]
+
+Tokenizer = Callable[[str], Sequence[str]]
+
+
+def _check_k(k: object) -> int:
+    if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
+        raise UsageError(f"expected a positive integer k, got k={describe(k)}")
+    return k
+
+
+class _Posting:
+    """Slots containing one term and the term's frequency in each, in ascending slot order."""
+
+    __slots__ = ("slots", "tfs")
+
+    def __init__(self) -> None:
+        self.slots = GrowableArray(np.int32, capacity=4)
+        self.tfs = GrowableArray(np.int32, capacity=4)
+
+
+class BM25Retriever(SlotIndex):
+    """Okapi BM25 with numpy postings; a factory (the constructor takes the corpus) supporting add/remove.
+
+    A one-chunk delta costs O(tokens of that chunk); removal tombstones the chunk, and queries skip tombstones.
+    """
+
+    def __init__(
+        self, corpus: Corpus, *, k1: float = 1.5, b: float = 0.75, tokenizer: Tokenizer | None = None
+    ) -> None:
+        if isinstance(k1, bool) or not isinstance(k1, (int, float)) or not k1 >= 0 or not math.isfinite(k1):
+            raise UsageError(f"expected k1 >= 0, got k1={describe(k1)}")
+        if isinstance(b, bool) or not isinstance(b, (int, float)) or not 0 <= b <= 1:
+            raise UsageError(f"expected 0 <= b <= 1, got b={describe(b)}")
+        if tokenizer is not None and not callable(tokenizer):
+            raise UsageError(f"expected a callable tokenizer(text) -> tokens, got tokenizer={describe(tokenizer)}")
+        super().__init__(corpus)
+        self.k1 = float(k1)
+        self.b = float(b)
+        self.tokenize: Tokenizer = tokenizer or default_tokenize
+        self._postings: dict[str, _Posting] = {}
+        self._df: Counter[str] = Counter()
+        self._lengths = GrowableArray(np.int64)
+        self._total_length = 0
+        self._append(corpus.chunks)
+        self._corpus_cache = corpus
+
+    def __repr__(self) -> str:
+        return f"BM25Retriever(<{len(self)} chunks>, k1={self.k1}, b={self.b})"
+
+    def _counts(self, chunk: Chunk) -> Counter[str]:
+        return Counter(self.tokenize(chunk.text))
+
+    def _on_add(self, slots: range, chunks: Sequence[Chunk]) -> None:
+        # Tokenise everything before touching the index so a failing tokenizer leaves it unchanged.
+        counted = [self._counts(chunk) for chunk in chunks]
+        lengths = np.fromiter((sum(c.values()) for c in counted), dtype=np.int64, count=len(counted))
+        gathered: dict[str, tuple[list[int], list[int]]] = {}
+        for slot, counts in zip(slots, counted):
+            for term, tf in counts.items():
+                slot_list, tf_list = gathered.setdefault(term, ([], []))
+                slot_list.append(slot)
+                tf_list.append(tf)
+        self._lengths.extend(lengths)
+        self._total_length += int(lengths.sum())
+        for term, (slot_list, tf_list) in gathered.items():
+            posting = self._postings.get(term)
+            if posting is None:
+                posting = self._postings[term] = _Posting()
+            posting.slots.extend(np.asarray(slot_list, dtype=np.int32))
+            posting.tfs.extend(np.asarray(tf_list, dtype=np.int32))
+            self._df[term] += len(slot_list)
+
+    def _on_remove(self, slot: int, chunk: Chunk) -> None:
+        for term in self._counts(chunk):
+            self._df[term] -= 1
+            if not self._df[term]:
+                del self._df[term]
+        self._total_length -= int(self._lengths.view[slot])
+
+    def _on_revive(self, slot: int, chunk: Chunk) -> None:
+        for term in self._counts(chunk):
+            self._df[term] += 1
+        self._total_length += int(self._lengths.view[slot])
+
+    def _on_truncate(self, slot: int, chunk: Chunk) -> None:
+        for term in self._counts(chunk):
+            posting = self._postings[term]
+            # Rollback truncates newest slot first, so this slot's entry is the last of each of its postings.
+            posting.slots.truncate(posting.slots.size - 1)
+            posting.tfs.truncate(posting.tfs.size - 1)
+            if not posting.slots.size:
+                del self._postings[term]
+        self._lengths.truncate(slot)
+
+    def scores(self, query: str) -> tuple[np.ndarray, np.ndarray]:
+        """BM25 score of every slot for `query`, and the ascending live slots that match at least one term."""
+        with self._lock:
+            slot_count = len(self._chunks)
+            scores = np.zeros(slot_count, dtype=np.float64)
+            matched = np.zeros(slot_count, dtype=np.bool_)
+            live = len(self._slot_of)
+            if not live or not self._total_length:
+                return scores, np.zeros(0, dtype=np.int64)
+            average_length = self._total_length / live
+            lengths = self._lengths.view
+            for term in dict.fromkeys(self.tokenize(query)):
+                df = self._df.get(term, 0)
+                if not df:
+                    continue
+                idf = math.log(1.0 + (live - df + 0.5) / (df + 0.5))
+                posting = self._postings[term]
+                slots = posting.slots.view
+                tf = posting.tfs.view.astype(np.float64)
+                norm = self.k1 * (1.0 - self.b + self.b * lengths[slots] / average_length)
+                scores[slots] += idf * tf / (tf + norm)
+                matched[slots] = True
+            return scores, np.flatnonzero(matched & self._alive.view)
+
+    def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
+        """The top `k` matching chunks allowed by `filters`, best first, ties by corpus position."""
+        _check_k(k)
+        with self._lock:
+            scores, candidates = self.scores(query)
+            chosen = top_slots(scores, candidates, k, self._accept(filters))
+            return [Hit(self._chunks[slot].id, float(scores[slot])) for slot in chosen]
+
+
+class BM25sRetriever:
+    """BM25 by the `bm25s` package (numpy backend, Lucene variant): a fresh-index-only factory.
+
+    It has no add/remove, so every corpus perturbation builds a new index. Filters are applied as a weight mask
+    before truncation; like BM25Retriever it returns only chunks with a positive score. Needs `ragmorph[bm25s]`.
+    """
+
+    def __init__(
+        self, corpus: Corpus, *, k1: float = 1.5, b: float = 0.75, tokenizer: Tokenizer | None = None
+    ) -> None:
+        try:
+            import bm25s
+        except ImportError as error:
+            raise UsageError(
+                "expected the package bm25s for BM25sRetriever, got ImportError; install `ragmorph[bm25s]`"
+            ) from error
+        if not isinstance(corpus, Corpus):
+            raise UsageError(f"expected a ragmorph Corpus, got corpus={describe(corpus)}")
+        self.corpus = corpus
+        self.tokenize: Tokenizer = tokenizer or default_tokenize
+        # backend="numpy" explicitly: with numba installed, bm25s would otherwise compile for seconds on first use.
+        self._model = bm25s.BM25(k1=k1, b=b, method="lucene", backend="numpy")
+        self._empty = len(corpus) == 0
+        if not self._empty:
+            self._model.index([list(self.tokenize(c.text)) for c in corpus], show_progress=False)
+
+    def __repr__(self) -> str:
+        return f"BM25sRetriever(<{len(self.corpus)} chunks>)"
+
+    def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
+        """The top `k` chunks with a positive bm25s score allowed by `filters`, best first."""
+        _check_k(k)
+        tokens = list(self.tokenize(query))
+        if self._empty or not tokens:
+            return []
+        chunks = self.corpus.chunks
+        mask = None
+        if filters is not None and not filters.is_empty:
+            mask = np.fromiter((filters.allows(c) for c in chunks), dtype=np.float32, count=len(chunks))
+        ids, scores = self._model.retrieve(
+            [tokens], k=min(k, len(chunks)), show_progress=False, n_threads=1, weight_mask=mask
+        )
+        hits = [
+            Hit(chunks[int(position)].id, float(score)) for position, score in zip(ids[0], scores[0]) if score > 0
+        ]
+        return hits

@@ -1,0 +1,153 @@
+"""What a retriever object can do (factory, deltas, batch, async, filters), and which perturbations that allows."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Literal
+
+import attrs
+
+from ..errors import UsageError
+from .function import positional_arity
+
+__all__ = [
+    "PERTURBATION_KINDS",
+    "Capabilities",
+    "PerturbationKind",
+    "describe_capabilities",
+    "display_name",
+    "is_factory",
+    "is_retriever",
+]
+
+PerturbationKind = Literal["corpus", "filters", "params", "query", "repeat"]
+
+# What each kind of perturbation changes; strategies name the kind they need.
+PERTURBATION_KINDS: dict[str, str] = {
+    "corpus": "adds, removes, replaces or reorders chunks (needs a factory, or add/remove deltas)",
+    "filters": "changes the tenant, current-only or metadata filters of the call",
+    "params": "changes k",
+    "query": "edits the query text",
+    "repeat": "repeats calls, in another order",
+}
+
+
+def is_retriever(obj: object) -> bool:
+    """True for a retriever object: it has a callable `retrieve` or `aretrieve` and is not a class."""
+    return not inspect.isclass(obj) and (
+        callable(getattr(obj, "retrieve", None)) or callable(getattr(obj, "aretrieve", None))
+    )
+
+
+def is_factory(obj: object) -> bool:
+    """True for a factory: a class taking the corpus as its one required argument, or a one-argument callable."""
+    if is_retriever(obj) or not callable(obj):
+        return False
+    arity = positional_arity(obj)
+    if arity is None:
+        return False
+    required, maximum, star = arity
+    if inspect.isclass(obj):
+        has_methods = callable(getattr(obj, "retrieve", None)) or callable(getattr(obj, "aretrieve", None))
+        return has_methods and required == 1
+    return required == 1 or (required == 0 and (maximum >= 1 or star))
+
+
+def _accepts_filters(obj: object) -> bool:
+    declared = getattr(obj, "supports_filters", None)
+    if isinstance(declared, bool):
+        return declared
+    method = getattr(obj, "retrieve", None) or getattr(obj, "aretrieve", None)
+    try:
+        parameters = inspect.signature(method).parameters.values()  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return True  # cannot tell: assume the protocol signature
+    return any(p.name == "filters" or p.kind is p.VAR_KEYWORD for p in parameters)
+
+
+def _product_class(factory: object) -> type | None:
+    """The class a factory builds: the factory itself when a class, else its return annotation if it is a class."""
+    if inspect.isclass(factory):
+        return factory
+    try:
+        annotation = inspect.signature(factory).return_annotation  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return annotation if inspect.isclass(annotation) else None
+
+
+@attrs.frozen
+class Capabilities:
+    """What the runner may do with a retriever; `why_not(kind)` explains an inapplicable perturbation kind."""
+
+    has_factory: bool
+    supports_delta: bool
+    supports_batch: bool
+    supports_async: bool
+    supports_filters: bool = True
+    supports_rollback: bool = False
+
+    @property
+    def kind(self) -> Literal["factory", "black_box"]:
+        """`factory` when corpus edits can build a fresh index, else `black_box` (report manifest spelling)."""
+        return "factory" if self.has_factory else "black_box"
+
+    def why_not(self, kind: str) -> str | None:
+        """None when perturbations of `kind` apply to this retriever, else the reason in one sentence."""
+        if kind not in PERTURBATION_KINDS:
+            raise UsageError(f"expected a perturbation kind in {sorted(PERTURBATION_KINDS)}, got kind={kind!r}")
+        if kind == "corpus" and not (self.has_factory or self.supports_delta):
+            return (
+                "black-box retriever over a fixed corpus: corpus edits need a factory (a class or function taking "
+                "the corpus) or add/remove methods"
+            )
+        if kind == "filters" and not self.supports_filters:
+            return (
+                "retriever takes no `filters` argument: filter relations need one, or wrap it in "
+                "ragmorph.adapters.TenantFilter (which post-filters)"
+            )
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form, with the manifest `kind`."""
+        return {"kind": self.kind, **attrs.asdict(self)}
+
+
+def describe_capabilities(obj: object, *, built: object | None = None) -> Capabilities:
+    """Inspect a retriever or factory; `built` (a retriever the factory produced) refines what the product can do.
+
+    Without `built`, a factory's product is judged by its class (or its return annotation when that is a class);
+    an unannotated factory function is assumed to build a plain retriever with filters.
+    """
+    product: object | None
+    if is_retriever(obj):
+        has_factory, product = False, obj
+    elif is_factory(obj):
+        has_factory, product = True, built if built is not None else _product_class(obj)
+    else:
+        raise UsageError(
+            f"expected a retriever (an object with retrieve(query, *, k, filters)) or a factory (a callable taking "
+            f"the corpus), got {display_name(obj)} ({type(obj).__name__})"
+        )
+    if product is None:
+        return Capabilities(has_factory=has_factory, supports_delta=False, supports_batch=False, supports_async=False)
+    return Capabilities(
+        has_factory=has_factory,
+        supports_delta=callable(getattr(product, "add", None)) and callable(getattr(product, "remove", None)),
+        supports_batch=callable(getattr(product, "retrieve_batch", None)),
+        supports_async=inspect.iscoroutinefunction(getattr(product, "aretrieve", None)),
+        supports_filters=_accepts_filters(product),
+        supports_rollback=callable(getattr(product, "checkpoint", None))
+        and callable(getattr(product, "rollback", None)),
+    )
+
+
+def display_name(obj: object) -> str:
+    """A short readable name for reports: `module:qualname` for classes and functions, else a cut repr."""
+    target = obj if inspect.isclass(obj) or inspect.isroutine(obj) else None
+    if target is not None:
+        module = getattr(target, "__module__", None)
+        qualname = getattr(target, "__qualname__", getattr(target, "__name__", repr(target)))
+        return f"{module}:{qualname}" if module else str(qualname)
+    text = repr(obj)
+    return text if len(text) <= 80 else text[:77] + "..."

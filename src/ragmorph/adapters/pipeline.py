@@ -1,0 +1,256 @@
+"""Pipeline stages that wrap any retriever: tenant filtering, freshness, reranking, dedup and context packing.
+
+Each stage is itself a retriever, so stages compose: `ContextPacker(Dedup(TenantFilter(bm25)), 300)`. Stages
+that drop hits over-fetch from the inner retriever (k x `overfetch`, growing until k hits survive or the inner
+retriever runs out), so dropping never costs a result that a larger fetch would have found. A stage forwards
+`add`/`remove`/`checkpoint`/`rollback` to its inner retriever when that has them, and reads chunk metadata and
+text from the inner retriever's live `corpus` (or the `corpus` it was given).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import UsageError, describe
+from ..model import Chunk, Corpus, Filters, Hit
+from ._protocol import normalise_hits
+from .capabilities import describe_capabilities, display_name, is_retriever
+
+__all__ = ["ContextPacker", "Dedup", "FreshnessFilter", "Reranker", "TenantFilter", "whitespace_tokens"]
+
+_FORWARDED = frozenset({"add", "remove", "checkpoint", "rollback"})
+# Without a corpus to bound it, stop growing a fetch here.
+_MAX_FETCH = 1 << 16
+
+
+def whitespace_tokens(text: str) -> int:
+    """The number of whitespace-separated tokens in `text` (ContextPacker's default counter)."""
+    return len(text.split())
+
+
+def _positive_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise UsageError(f"expected a positive integer {name}, got {name}={describe(value)}")
+    return value
+
+
+class _Stage:
+    """Base of the stages: holds the inner retriever, forwards delta methods, looks chunks up."""
+
+    def __init__(self, inner: Any, *, corpus: Corpus | None = None, overfetch: int = 4) -> None:
+        if not is_retriever(inner):
+            raise UsageError(
+                f"expected a retriever to wrap (an object with retrieve), got {describe(inner)}; "
+                "call a factory with the corpus first"
+            )
+        if corpus is not None and not isinstance(corpus, Corpus):
+            raise UsageError(f"expected a ragmorph Corpus or None, got corpus={describe(corpus)}")
+        self.inner = inner
+        self._given_corpus = corpus
+        self.overfetch = _positive_int("overfetch", overfetch)
+        self._inner_filters = describe_capabilities(inner).supports_filters
+
+    def __getattr__(self, name: str) -> Any:
+        inner = self.__dict__.get("inner")
+        if name in _FORWARDED and inner is not None:
+            return getattr(inner, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({display_name(self.inner)})"
+
+    @property
+    def corpus(self) -> Corpus | None:
+        """The inner retriever's live corpus when it has one (it follows deltas), else the given corpus."""
+        live = getattr(self.inner, "corpus", None)
+        return live if isinstance(live, Corpus) else self._given_corpus
+
+    def _require_corpus(self) -> Corpus:
+        corpus = self.corpus
+        if corpus is None:
+            raise UsageError(
+                f"{type(self).__name__} needs chunk data: pass corpus= or wrap a retriever with a `corpus` attribute"
+            )
+        return corpus
+
+    def _chunk(self, hit: Hit) -> Chunk | None:
+        return self._require_corpus().get(hit.id)
+
+    def _text(self, hit: Hit) -> str:
+        if hit.text is not None:
+            return hit.text
+        chunk = self._chunk(hit)
+        if chunk is None:
+            raise UsageError(f"{type(self).__name__} found no text for id={hit.id!r}: not in the corpus")
+        return chunk.text
+
+    def _inner_call(self, query: str, k: int, filters: Filters | None) -> tuple[Hit, ...]:
+        if filters is not None and filters.is_empty:
+            filters = None
+        if self._inner_filters:
+            response = self.inner.retrieve(query, k=k, filters=filters)
+        elif filters is None:
+            response = self.inner.retrieve(query, k=k)
+        else:
+            raise UsageError(
+                f"{display_name(self.inner)} takes no filters; put a TenantFilter stage around it, got "
+                f"filters={filters!r}"
+            )
+        return normalise_hits(response, query=query)
+
+    def _fetch(
+        self,
+        query: str,
+        k: int,
+        filters: Filters | None,
+        make_keep: Callable[[], Callable[[Hit], bool]],
+        *,
+        pass_filters: bool = True,
+    ) -> list[Hit]:
+        """The first k inner hits accepted by a fresh `make_keep()` predicate, fetching deeper while too few survive.
+
+        Every deeper fetch re-reads from rank 1, hence a new predicate (stateful ones, like Dedup's, start empty).
+        """
+        corpus = self.corpus
+        ceiling = max(k, len(corpus)) if corpus is not None else _MAX_FETCH
+        fetch = min(k * self.overfetch, ceiling)
+        while True:
+            hits = self._inner_call(query, fetch, filters if pass_filters else None)
+            keep = make_keep()
+            kept = [hit for hit in hits if keep(hit)]
+            if len(kept) >= k or len(hits) < fetch or fetch >= ceiling:
+                return kept[:k]
+            fetch = min(fetch * self.overfetch, ceiling)
+
+
+class TenantFilter(_Stage):
+    """Never returns a chunk the call's filters exclude (tenant, current-only, metadata).
+
+    The filters are passed down when the inner retriever takes them, and the hits are post-filtered either way;
+    for an inner retriever that ignores filters this over-fetches and filters afterwards, so it may return
+    fewer than k hits when the inner candidate list runs out. Ids unknown to the corpus are kept so that
+    response validation reports them.
+    """
+
+    supports_filters = True
+
+    def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
+        """Inner hits allowed by `filters`, best first."""
+        if filters is None or filters.is_empty:
+            return list(self._inner_call(query, k, None))
+        corpus = self._require_corpus()
+
+        def allowed(hit: Hit) -> bool:
+            chunk = corpus.get(hit.id)
+            return chunk is None or filters.allows(chunk)
+
+        return self._fetch(query, k, filters, lambda: allowed, pass_filters=self._inner_filters)
+
+    def _inner_call(self, query: str, k: int, filters: Filters | None) -> tuple[Hit, ...]:
+        # This stage's job is to filter, so an inner retriever without filter support is called without them.
+        if not self._inner_filters:
+            filters = None
+        return super()._inner_call(query, k, filters)
+
+
+class FreshnessFilter(_Stage):
+    """Drops a chunk whose `superseded_by` successor is in the corpus (a stale chunk); over-fetches to keep k."""
+
+    def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
+        """Inner hits that are not stale, best first."""
+        corpus = self._require_corpus()
+
+        def fresh(hit: Hit) -> bool:
+            chunk = corpus.get(hit.id)
+            return chunk is None or not corpus.is_stale(chunk)
+
+        return self._fetch(query, k, filters, lambda: fresh)
+
+
+class Reranker(_Stage):
+    """Re-scores the inner top `depth` (default k) hits with `score_fn(query, text)` and keeps the best k.
+
+    The sort is stable, so hits the score function ties keep the inner retriever's order.
+    """
+
+    def __init__(
+        self,
+        inner: Any,
+        score_fn: Callable[[str, str], float],
+        *,
+        depth: int | None = None,
+        corpus: Corpus | None = None,
+    ) -> None:
+        super().__init__(inner, corpus=corpus)
+        if not callable(score_fn):
+            raise UsageError(f"expected a callable score_fn(query, text) -> float, got score_fn={describe(score_fn)}")
+        self.score_fn = score_fn
+        self.depth = None if depth is None else _positive_int("depth", depth)
+
+    def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
+        """The best k of the inner top max(k, depth) by the new score."""
+        hits = self._inner_call(query, max(k, self.depth or k), filters)
+        rescored = [Hit(hit.id, float(self.score_fn(query, self._text(hit))), hit.text) for hit in hits]
+        rescored.sort(key=lambda hit: -hit.score)  # type: ignore[operator]
+        return rescored[:k]
+
+
+class Dedup(_Stage):
+    """Drops repeated ids and, with `by_text`, chunks whose text equals an earlier hit's; over-fetches to keep k."""
+
+    def __init__(
+        self, inner: Any, *, by_text: bool = True, corpus: Corpus | None = None, overfetch: int = 2
+    ) -> None:
+        super().__init__(inner, corpus=corpus, overfetch=overfetch)
+        self.by_text = by_text
+
+    def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
+        """Inner hits with the first occurrence of each id (and text) kept."""
+        return self._fetch(query, k, filters, self._first_occurrence)
+
+    def _first_occurrence(self) -> Callable[[Hit], bool]:
+        seen_ids: set[str] = set()
+        seen_texts: set[str] = set()
+
+        def first(hit: Hit) -> bool:
+            if hit.id in seen_ids:
+                return False
+            seen_ids.add(hit.id)
+            if self.by_text:
+                text = self._text(hit)
+                if text in seen_texts:
+                    return False
+                seen_texts.add(text)
+            return True
+
+        return first
+
+
+class ContextPacker(_Stage):
+    """Keeps the longest prefix of the inner top k whose texts fit `token_budget` (a prefix: no skipping ahead)."""
+
+    def __init__(
+        self,
+        inner: Any,
+        token_budget: int,
+        *,
+        count_tokens: Callable[[str], int] = whitespace_tokens,
+        corpus: Corpus | None = None,
+    ) -> None:
+        super().__init__(inner, corpus=corpus)
+        if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 0:
+            raise UsageError(f"expected a token_budget >= 0, got token_budget={describe(token_budget)}")
+        self.token_budget = token_budget
+        self.count_tokens = count_tokens
+
+    def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
+        """The inner top k cut before the first hit that would overflow the budget."""
+        packed: list[Hit] = []
+        used = 0
+        for hit in self._inner_call(query, k, filters):
+            used += self.count_tokens(self._text(hit))
+            if used > self.token_budget:
+                break
+            packed.append(hit)
+        return packed

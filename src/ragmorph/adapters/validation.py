@@ -1,0 +1,89 @@
+"""The retriever contract, checked on every response: at most k hits, distinct known ids, finite ordered scores."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any, Literal
+
+from ..errors import InvalidResponse, UsageError, describe
+from ..model import Corpus, Hit
+from ._protocol import excerpt, normalise_hits
+
+__all__ = ["RagmorphWarning", "ScoreOrder", "ScoreOrderWarning", "validate_hits"]
+
+ScoreOrder = Literal["error", "warn"]
+
+
+class RagmorphWarning(UserWarning):
+    """Base class of the warnings ragmorph issues."""
+
+
+class ScoreOrderWarning(RagmorphWarning):
+    """A retriever returned scores that rise down the ranking (allowed with score_order="warn")."""
+
+
+def _check_score_order(score_order: object) -> None:
+    if score_order not in ("error", "warn"):
+        raise UsageError(f"expected score_order 'error' or 'warn', got score_order={describe(score_order)}")
+
+
+def validate_hits(
+    hits: Any,
+    *,
+    k: int,
+    query: str,
+    corpus: Corpus | None = None,
+    score_order: ScoreOrder = "error",
+) -> tuple[Hit, ...]:
+    """Normalise a response and check the retriever contract; raise InvalidResponse naming the first breach.
+
+    Checks, in order: shape and types, at most `k` hits, no repeated id, every id in `corpus` (when given),
+    finite scores, and scores not rising down the list (compared between consecutive scored hits; hits
+    without a score are fine). A rising score raises, or with `score_order="warn"` issues ScoreOrderWarning.
+    """
+    _check_score_order(score_order)
+    normalised = normalise_hits(hits, query=query)
+    shown = excerpt(hits)
+    if len(normalised) > k:
+        raise InvalidResponse(
+            f"expected at most k={k} hits, got {len(normalised)}; cut the response to k", query=query, excerpt=shown
+        )
+    seen: dict[str, int] = {}
+    for rank, hit in enumerate(normalised, start=1):
+        if hit.id in seen:
+            raise InvalidResponse(
+                f"expected distinct ids, got id={hit.id!r} at ranks {seen[hit.id]} and {rank}",
+                query=query,
+                excerpt=shown,
+            )
+        seen[hit.id] = rank
+        if corpus is not None and hit.id not in corpus:
+            raise InvalidResponse(
+                f"expected ids from the corpus, got unknown id={hit.id!r} at rank {rank}; is the retriever "
+                "indexed over a different corpus?",
+                query=query,
+                excerpt=shown,
+            )
+        if hit.score is not None and not math.isfinite(hit.score):
+            raise InvalidResponse(
+                f"expected a finite score, got score={hit.score!r} for id={hit.id!r} at rank {rank}",
+                query=query,
+                excerpt=shown,
+            )
+    previous: tuple[int, Hit] | None = None
+    for rank, hit in enumerate(normalised, start=1):
+        if hit.score is None:
+            continue
+        if previous is not None and hit.score > previous[1].score:  # type: ignore[operator]
+            message = (
+                f"expected scores not to rise down the ranking, got score={hit.score!r} at rank {rank} above "
+                f"score={previous[1].score!r} at rank {previous[0]}; return hits best first (for distances, "
+                "return the negated distance)"
+            )
+            if score_order == "error":
+                raise InvalidResponse(message, query=query, excerpt=shown)
+            warnings.warn(f"{message}; query={query!r}", ScoreOrderWarning, stacklevel=2)
+            break
+        previous = (rank, hit)
+    return normalised
