@@ -3,11 +3,13 @@
 Nothing is cached: every query recomputes document frequencies, idf and the average length from the chunks
 currently held, with plain Python loops, so there is no index that could drift from the corpus.
 
-Formula (the same as `ragmorph.adapters.BM25Retriever`, Lucene's variant of Okapi BM25)::
+Formula (the same as `ragmorph.adapters.BM25Retriever` and bm25s' "lucene" method: Lucene 8's Okapi BM25)::
 
     idf(t)      = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
-    score(q, d) = sum over query tokens t (repeats count again) of
-                  idf(t) * tf(t, d) * (k1 + 1) / (tf(t, d) + k1 * (1 - b + b * len(d) / avgdl))
+    score(q, d) = sum over the distinct query tokens t of
+                  idf(t) * tf(t, d) / (tf(t, d) + k1 * (1 - b + b * len(d) / avgdl))
+
+(classic Okapi also multiplies each term by the constant k1 + 1, which changes no ranking; Lucene dropped it)
 
 with N the number of chunks held (all of them: filters never change corpus statistics), df(t) the number of
 chunks containing t, len(d) the token count of d and avgdl the mean token count. Tokens are casefolded runs
@@ -73,18 +75,18 @@ class ReferenceBM25:
         if not self.chunks:
             return []
         average_length = sum(lengths) / len(lengths)
-        idfs = {term: self.idf(term) for term in set(query_terms)}
+        idfs = {term: self.idf(term) for term in dict.fromkeys(query_terms)}
         result = []
         for chunk, length in zip(self.chunks, lengths):
             tokens = self.tokens_of(chunk)
             score = 0.0
-            for term in query_terms:
+            for term in idfs:
                 frequency = tokens.count(term)
                 if frequency == 0:
                     continue
                 # An all-empty corpus has avgdl 0, but then no chunk contains a term and we never get here.
                 norm = 1.0 - self.b + self.b * length / average_length
-                score += idfs[term] * frequency * (self.k1 + 1.0) / (frequency + self.k1 * norm)
+                score += idfs[term] * frequency / (frequency + self.k1 * norm)
             result.append(score)
         return result
 
