@@ -237,17 +237,6 @@ def _metric_names(measures: Sequence[str], ks: Sequence[int]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _cases_from_qrels(qrels: Mapping[str, Mapping[str, int]]) -> list[Any]:
-    """One case per qrels query; each relevant document (rel > 0) is its own evidence group, as in BEIR."""
-    from .model import Case
-
-    cases = []
-    for qid, judged in qrels.items():
-        relevant = [doc for doc, rel in judged.items() if rel > 0]
-        cases.append(Case(id=qid, query=qid, evidence=[[doc] for doc in relevant], answerable=bool(relevant)))
-    return cases
-
-
 def command_metrics(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Score a TREC run against qrels or native cases; print a table per k and optionally write JSON."""
     run_path = _existing_file(args.run, "--run")
@@ -259,45 +248,53 @@ def command_metrics(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise UsageError("expected --qrels QRELS (TREC) or --cases cases.jsonl to say what is relevant, got neither")
     if qrels_path is not None and cases_path is not None:
         raise UsageError("expected either --qrels or --cases, got both: pick one source of relevance")
+    if corpus_path is not None and cases_path is None:
+        raise UsageError("expected --cases with --corpus: governance counts need the native cases")
     from . import io
-    from .metrics import aggregate, evaluate
-    from .model import Ranking
+    from .metrics import MEASURES, aggregate, evaluate, evaluate_batch
 
-    corpus = io.read_corpus(corpus_path) if corpus_path is not None else None
-    if cases_path is not None:
-        cases = list(io.read_cases(cases_path, corpus=corpus))
-    else:
-        cases = _cases_from_qrels(io.read_trec_qrels(qrels_path))
     runs = io.read_trec_run(run_path)
-
-    measures = args.metrics or (DEFAULT_METRICS + (NATIVE_ONLY_METRICS if cases_path is not None else ()))
     if cases_path is None:
-        native = [m for m in measures if m.partition("@")[0] in NATIVE_ONLY_METRICS]
-        if native:
+        measures = args.metrics or DEFAULT_METRICS
+        unsupported = [m for m in measures if m.partition("@")[0] in MEASURES and not MEASURES[m.partition("@")[0]].batch]
+        if unsupported:
             raise UsageError(
-                f"expected measures that TREC qrels support, got {', '.join(native)}: "
+                f"expected measures that TREC qrels support, got {', '.join(unsupported)}: "
                 "use --corpus corpus.jsonl --cases cases.jsonl for evidence groups and governance counts"
             )
-    names = _metric_names(measures, args.k)
-    known_ids = {case.id for case in cases}
-    unknown = sorted(set(runs) - known_ids)
-    if unknown:
-        err.write(f"ragmorph: warning: {len(unknown)} run queries have no judgements and are ignored: {unknown[:5]}\n")
-    per_query = {}
-    # A query without a ranking in the run counts as an empty ranking (trec_eval -c), never as skipped.
-    for case in cases:
-        ranking = runs.get(case.id, Ranking())
-        per_query[case.id] = evaluate(ranking, case, names, corpus=corpus)
-    summary = aggregate(per_query, cases=cases, rankings={c.id: runs.get(c.id, Ranking()) for c in cases})
+        names = _metric_names(measures, args.k)
+        qrels = io.read_trec_qrels(qrels_path)
+        _warn_unjudged(runs, qrels, err)
+        # Listed ids keep the run file's order (read_trec_run already applies trec_eval's tie order);
+        # graded qrels levels stay nDCG gains. Judged queries missing from the run score as empty rankings.
+        listed = {qid: list(ranking.ids) for qid, ranking in runs.items() if qid in qrels}
+        summary = aggregate(evaluate_batch(listed, qrels, names))
+    else:
+        corpus = io.read_corpus(corpus_path) if corpus_path is not None else None
+        measures = args.metrics or (DEFAULT_METRICS + (NATIVE_ONLY_METRICS if corpus is not None else ("GroupR",)))
+        names = _metric_names(measures, args.k)
+        cases = io.read_cases(cases_path, corpus=corpus)
+        _warn_unjudged(runs, {case.id: {} for case in cases}, err)
+        from .model import Ranking
+
+        summary = aggregate(
+            {case.id: evaluate(runs.get(case.id, Ranking()), case, names, corpus=corpus) for case in cases}
+        )
     data = summary.to_dict()
-    out.write(render_metrics_summary(data, names, args.k) + "\n")
+    out.write(render_metrics_summary(data, names) + "\n")
     if args.json:
         _write_text(Path(args.json), json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n")
         out.write(f"wrote {args.json}\n")
     return EXIT_OK
 
 
-def render_metrics_summary(data: Mapping[str, Any], names: Sequence[str], ks: Sequence[int]) -> str:
+def _warn_unjudged(runs: Mapping[str, Any], judged: Mapping[str, Any], err: TextIO) -> None:
+    unknown = sorted(set(runs) - set(judged))
+    if unknown:
+        err.write(f"ragmorph: warning: {len(unknown)} run queries have no judgements and are ignored: {unknown[:5]}\n")
+
+
+def render_metrics_summary(data: Mapping[str, Any], names: Sequence[str]) -> str:
     """A table per k (macro, micro, queries) from a `ragmorph.metrics/1` dict, then the counts."""
     from .metrics import parse_metric
 

@@ -232,7 +232,10 @@ class RelationItem(pytest.Item):
             for r in report["results"]
             if r["relation"] == self.relation and r["strategy"] == self.family and r["retriever"] == self.retriever
         ]
+        settings = report["manifest"].get("settings", {})
         self.user_properties.append(("ragmorph_seed", report["manifest"].get("seed")))
+        self.user_properties.append(("ragmorph_max_examples", settings.get("max_examples")))
+        self.user_properties.append(("ragmorph_derandomize", settings.get("derandomize")))
         failures = [r for r in results if r["status"] == "fail"]
         errors = [r for r in results if r["status"] == "error"]
         if self.severity == "soft":

@@ -154,3 +154,19 @@ def test_console_script_exits_with_the_code_and_no_traceback(tmp_path: Path) -> 
     assert done.returncode == EXIT_USAGE
     assert done.stderr.startswith("ragmorph: error: ")
     assert "Traceback" not in done.stderr
+
+
+def test_retriever_file_loads_a_factory_and_wraps_a_plain_function(tmp_path: Path) -> None:
+    source = tmp_path / "my-search.py"
+    source.write_text(
+        "from ragmorph.adapters import BM25Retriever\n"
+        "def factory(corpus):\n    return BM25Retriever(corpus)\n"
+        "def search(query, k):\n    return ['a'][:k]\n",
+        encoding="utf-8",
+    )
+    factory = load_retriever_spec(f"{source}:factory")
+    assert callable(factory) and factory.__name__ == "factory"
+    wrapped = load_retriever_spec(f"{source}:search")
+    assert list(wrapped.retrieve("q", k=1)) != []
+    # The same file loads once per process: both attributes come from one module object.
+    assert factory.__module__ == load_retriever_spec(f"{source}:factory").__module__
