@@ -1,0 +1,183 @@
+"""Helpers shared by the third-party integrations: chunk fields as flat metadata, filters, over-fetching.
+
+Chunk fields are stored in a library's document metadata under these keys (the id key is configurable):
+
+- ``"id"``: the chunk id; ``"source"``, ``"effective_from"`` (ISO date): ``""`` when unset;
+- ``"tenant"``: the owning tenant, ``""`` for a shared chunk (chunk tenants are never empty, so ``""`` is
+  unambiguous and, unlike ``None``, storable in Chroma and filterable in LlamaIndex);
+- ``"superseded_by"``: the successor's id, ``""`` for a current chunk;
+- ``"version"``: the version number, left out when unset;
+- ``"meta.<key>"``: each user metadata value; strings and numbers as they are, anything else (booleans, null,
+  lists, objects) as canonical JSON text, so equality filters compare the same encoding on both sides.
+
+Libraries that cannot filter natively are asked for more hits than k and filtered afterwards
+(`fetch_filtered`): the filtered result is then exactly the library's unfiltered ranking with the filtered-out
+chunks dropped, cut to k, so nothing the filter excludes can leak and nothing it admits is lost.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from ..errors import UsageError, describe
+from ..model import Chunk, Corpus, Filters
+
+__all__ = [
+    "CHUNK_FIELD_KEYS",
+    "CURRENT",
+    "SHARED",
+    "USER_METADATA_PREFIX",
+    "chunk_metadata",
+    "check_id_key",
+    "encode_value",
+    "fetch_filtered",
+    "filter_predicate",
+    "metadata_allows",
+    "with_setting",
+]
+
+SHARED = ""
+CURRENT = ""
+USER_METADATA_PREFIX = "meta."
+CHUNK_FIELD_KEYS: tuple[str, ...] = ("source", "tenant", "version", "effective_from", "superseded_by")
+
+# Chroma stores 64-bit integers; larger ones are kept exact as JSON text instead of overflowing.
+_INT64 = 2**63
+
+# Over-fetch factor for the first filtered request, and the growth factor when too few hits survive.
+_FIRST_FETCH = 3
+_GROWTH = 4
+_MAX_FETCH = 1_000_000
+
+T = TypeVar("T")
+
+
+def check_id_key(id_key: Any) -> str:
+    """Validate the metadata key that carries chunk ids (it may not shadow another chunk field)."""
+    if not isinstance(id_key, str) or not id_key:
+        raise UsageError(f"expected a non-empty string id_key, got id_key={describe(id_key)}")
+    if id_key in CHUNK_FIELD_KEYS or id_key.startswith(USER_METADATA_PREFIX):
+        raise UsageError(
+            f"expected an id_key that does not collide with the chunk-field keys {list(CHUNK_FIELD_KEYS)} "
+            f"or the {USER_METADATA_PREFIX!r} prefix, got id_key={id_key!r}; use e.g. 'id' or 'chunk_id'"
+        )
+    return id_key
+
+
+def encode_value(value: Any) -> str | int | float:
+    """A user metadata value as a scalar every vector store accepts (JSON text for non-scalars)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and -_INT64 <= value < _INT64:
+        return value
+    if isinstance(value, float):
+        return value
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def chunk_metadata(chunk: Chunk, *, id_key: str = "id") -> dict[str, str | int | float]:
+    """The flat, None-free metadata dict that carries `chunk`'s fields into a library document."""
+    fields: dict[str, str | int | float] = {
+        id_key: chunk.id,
+        "source": chunk.source or "",
+        "tenant": chunk.tenant or SHARED,
+        "effective_from": chunk.effective_from.isoformat() if chunk.effective_from else "",
+        "superseded_by": chunk.superseded_by or CURRENT,
+    }
+    if chunk.version is not None:
+        fields["version"] = chunk.version
+    for key, value in chunk.metadata.items():
+        fields[USER_METADATA_PREFIX + key] = encode_value(value)
+    return fields
+
+
+def metadata_allows(filters: Filters, metadata: Mapping[str, Any]) -> bool:
+    """Whether a document with this metadata passes `filters`, reading the encoding described above.
+
+    Documents built outside ragmorph work too: a missing, empty or None tenant means shared, a missing,
+    empty or None `superseded_by` means current, and a metadata constraint reads ``"meta.<key>"`` first and
+    then the plain ``"<key>"``.
+    """
+    tenant = metadata.get("tenant") or None
+    if filters.tenant is not None and tenant is not None and tenant != filters.tenant:
+        return False
+    if filters.current_only and metadata.get("superseded_by"):
+        return False
+    for key, expected in filters.metadata.items():
+        encoded_key = USER_METADATA_PREFIX + key
+        if encoded_key in metadata:
+            if metadata[encoded_key] != encode_value(expected):
+                return False
+        elif key not in metadata or metadata[key] != expected:
+            return False
+    return True
+
+
+def filter_predicate(
+    filters: Filters | None, corpus: Corpus | Mapping[str, Chunk] | None
+) -> Callable[[str, Mapping[str, Any]], bool] | None:
+    """A `(chunk_id, metadata) -> keep` test for `filters`, or None when they exclude nothing.
+
+    With a corpus (or an id -> Chunk mapping) the chunk's own fields decide (`Filters.allows`); an id missing from the corpus is kept so
+    that response validation reports it instead of the filter hiding it. Without a corpus the document
+    metadata decides (`metadata_allows`).
+    """
+    if filters is None or filters.is_empty:
+        return None
+    if corpus is not None:
+
+        def allowed_in_corpus(chunk_id: str, metadata: Mapping[str, Any]) -> bool:
+            chunk = corpus.get(chunk_id)
+            return chunk is None or filters.allows(chunk)
+
+        return allowed_in_corpus
+    return lambda chunk_id, metadata: metadata_allows(filters, metadata)
+
+
+def fetch_filtered(
+    fetch: Callable[[int], Sequence[T]],
+    *,
+    k: int,
+    keep: Callable[[T], bool] | None,
+) -> list[T]:
+    """Fetch k results, or over-fetch and drop the ones `keep` rejects until k survive or the source runs out.
+
+    `fetch(n)` returns the library's best n results (fewer when it has no more). The source counts as
+    exhausted when it returns fewer than asked or no more than the previous, smaller request did.
+    """
+    if keep is None:
+        return list(fetch(k))
+    wanted = k * _FIRST_FETCH
+    previous = -1
+    while True:
+        got = list(fetch(wanted))
+        kept = [item for item in got if keep(item)]
+        if len(kept) >= k or len(got) < wanted or len(got) <= previous or wanted >= _MAX_FETCH:
+            return kept[:k]
+        previous = len(got)
+        wanted *= _GROWTH
+
+
+def with_setting(obj: T, path: str, value: Any) -> T:
+    """A shallow copy of `obj` with the attribute `path` (or ``"attr.key"`` inside a dict attribute) set.
+
+    The caller's object is never modified: pydantic models are copied with `model_copy`, others with
+    `copy.copy`, and a dict attribute is copied before its key is set.
+    """
+    attribute, _, key = path.partition(".")
+    if key:
+        current = getattr(obj, attribute)
+        if not isinstance(current, Mapping):
+            raise UsageError(f"expected {attribute!r} to be a dict attribute for {path!r}, got {describe(current)}")
+        new_value: Any = {**current, key: value}
+    else:
+        new_value = value
+    model_copy = getattr(obj, "model_copy", None)
+    if callable(model_copy):
+        return model_copy(update={attribute: new_value})
+    duplicate = copy.copy(obj)
+    setattr(duplicate, attribute, new_value)
+    return duplicate

@@ -1,0 +1,233 @@
+"""Chroma integration: a dense retriever over an in-process Chroma collection that it creates and deletes.
+
+Needs the extra ``ragmorph[chroma]`` (chromadb). Chroma is imported only when a retriever is built.
+
+- The collection gets a unique temporary name (``ragmorph-<hex>``) in the given client or a process-wide
+  `chromadb.EphemeralClient()`, and is always deleted: by `close()`, by leaving a ``with`` block (also on an
+  exception), and by a `weakref.finalize` safety net when the retriever is garbage collected or the process
+  exits.
+- Embeddings come from a ragmorph `Embedder` (default `HashingEmbedder()`) wrapped as a Chroma embedding
+  function, so Chroma never downloads its default model. The space is inner product over L2-normalised rows,
+  so the score ``1 - distance`` is the cosine similarity, and a text without tokens (the zero vector) scores 0
+  instead of a NaN cosine. HNSW search runs with a large ``ef_search`` so small corpora are searched exactly.
+- Chunk fields are stored as metadata with the encoding of `ragmorph.adapters._integration`: Chroma metadata
+  cannot hold None, so a shared chunk stores ``tenant=""`` and a current chunk ``superseded_by=""``. Filters
+  become a native ``where`` clause: ``{"tenant": {"$in": [tenant, ""]}}`` for a tenant,
+  ``{"superseded_by": ""}`` for current-only, ``{"meta.<key>": value}`` per metadata constraint. The hits
+  are still checked against the chunks afterwards, so a store-side mismatch can never leak a chunk.
+- `add` / `remove` apply a corpus delta as Chroma ``add`` / ``delete``.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import UsageError, describe
+from ..model import Chunk, Corpus, Filters, Hit
+from ._integration import (
+    CURRENT,
+    SHARED,
+    USER_METADATA_PREFIX,
+    check_id_key,
+    chunk_metadata,
+    encode_value,
+    fetch_filtered,
+    filter_predicate,
+)
+from .embedders import Embedder, HashingEmbedder
+
+__all__ = ["ChromaRetriever", "chroma_factory", "where_clause"]
+
+# ef_search bounds how many candidates HNSW examines; above the collection size the search is exact.
+_EF_SEARCH = 1000
+_EF_CONSTRUCTION = 200
+
+
+def _import_chromadb() -> Any:
+    try:
+        import chromadb
+    except ImportError as error:
+        raise UsageError(
+            "expected chromadb to be installed for ChromaRetriever, got ImportError; "
+            "install it with `pip install 'ragmorph[chroma]'`"
+        ) from error
+    return chromadb
+
+
+def _embedding_function(embedder: Embedder) -> Any:
+    """A Chroma `EmbeddingFunction` that calls a ragmorph `Embedder` (no model download)."""
+    from chromadb.api.types import EmbeddingFunction
+
+    class RagmorphEmbeddingFunction(EmbeddingFunction):  # type: ignore[misc, type-arg]
+        """Chroma's view of a ragmorph embedder."""
+
+        def __init__(self, inner: Embedder) -> None:
+            self.inner = inner
+
+        def __call__(self, input: Sequence[str]) -> list[Any]:  # noqa: A002 - Chroma's parameter name
+            return list(self.inner.embed(list(input)))
+
+        @staticmethod
+        def name() -> str:
+            return "ragmorph"
+
+        def get_config(self) -> dict[str, Any]:
+            return {"embedder": repr(self.inner)}
+
+        @staticmethod
+        def build_from_config(config: dict[str, Any]) -> RagmorphEmbeddingFunction:
+            raise UsageError("expected a live ragmorph embedder, got a stored config; rebuild the ChromaRetriever")
+
+        def default_space(self) -> str:
+            return "ip"
+
+    return RagmorphEmbeddingFunction(embedder)
+
+
+def where_clause(filters: Filters | None) -> dict[str, Any] | None:
+    """The Chroma ``where`` clause for `filters` (None when they exclude nothing)."""
+    if filters is None or filters.is_empty:
+        return None
+    clauses: list[dict[str, Any]] = []
+    if filters.tenant is not None:
+        clauses.append({"tenant": {"$in": [filters.tenant, SHARED]}})
+    if filters.current_only:
+        clauses.append({"superseded_by": {"$eq": CURRENT}})
+    for key, value in filters.metadata.items():
+        clauses.append({USER_METADATA_PREFIX + key: {"$eq": encode_value(value)}})
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+def _drop_collection(client: Any, name: str) -> None:
+    """Delete the collection `name`; a collection that is already gone is fine (close is idempotent)."""
+    try:
+        client.delete_collection(name)
+    except Exception:  # noqa: BLE001 - the finalizer may run at interpreter exit, when anything can fail
+        pass
+
+
+class ChromaRetriever:
+    """A dense retriever over a temporary Chroma collection holding `corpus`; a `DeltaRetriever`."""
+
+    def __init__(
+        self,
+        corpus: Corpus,
+        *,
+        embedder: Embedder | None = None,
+        client: Any = None,
+        id_key: str = "id",
+        collection_prefix: str = "ragmorph",
+    ) -> None:
+        chromadb = _import_chromadb()
+        if not isinstance(corpus, Corpus):
+            raise UsageError(f"expected a ragmorph Corpus, got corpus={describe(corpus)}")
+        self.embedder = embedder if embedder is not None else HashingEmbedder()
+        if not callable(getattr(self.embedder, "embed", None)):
+            raise UsageError(f"expected an Embedder with embed(texts), got embedder={describe(self.embedder)}")
+        self.id_key = check_id_key(id_key)
+        self.client = client if client is not None else chromadb.EphemeralClient()
+        self.name = f"{collection_prefix}-{uuid.uuid4().hex}"
+        self._lock = threading.Lock()
+        self._chunks: dict[str, Chunk] = {}
+        self.collection = self.client.create_collection(
+            self.name,
+            embedding_function=_embedding_function(self.embedder),
+            configuration={"hnsw": {"space": "ip", "ef_search": _EF_SEARCH, "ef_construction": _EF_CONSTRUCTION}},
+        )
+        # Registered before anything else can fail, so the collection is deleted whatever happens next.
+        self._finalizer = weakref.finalize(self, _drop_collection, self.client, self.name)
+        try:
+            self.add(corpus.chunks)
+        except BaseException:
+            self.close()
+            raise
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"{len(self._chunks)} chunks"
+        return f"ChromaRetriever({self.name!r}, {state}, embedder={self.embedder!r})"
+
+    def __enter__(self) -> ChromaRetriever:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def closed(self) -> bool:
+        """True once the collection has been deleted."""
+        return not self._finalizer.alive
+
+    def close(self) -> None:
+        """Delete the collection (idempotent)."""
+        self._finalizer()
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise UsageError(f"expected an open ChromaRetriever, got a closed one ({self.name}); build a new one")
+
+    @property
+    def corpus(self) -> Corpus:
+        """The chunks currently indexed, in insertion order."""
+        return Corpus(self._chunks.values())
+
+    def add(self, chunks: Sequence[Chunk]) -> None:
+        """Index `chunks` (their ids must not be indexed yet)."""
+        self._check_open()
+        chunks = list(chunks)
+        with self._lock:
+            clashing = [c.id for c in chunks if c.id in self._chunks]
+            if clashing or len({c.id for c in chunks}) != len(chunks):
+                raise UsageError(f"expected chunk ids not indexed yet, got repeated ids {clashing[:5] or 'in the batch'}")
+            batch = max(1, int(self.client.get_max_batch_size()))
+            for start in range(0, len(chunks), batch):
+                part = chunks[start : start + batch]
+                self.collection.add(
+                    ids=[c.id for c in part],
+                    documents=[c.text for c in part],
+                    metadatas=[chunk_metadata(c, id_key=self.id_key) for c in part],
+                )
+            self._chunks.update((c.id, c) for c in chunks)
+
+    def remove(self, ids: Sequence[str]) -> None:
+        """Drop the chunks `ids` from the collection (they must be indexed)."""
+        self._check_open()
+        ids = list(ids)
+        with self._lock:
+            unknown = [i for i in ids if i not in self._chunks]
+            if unknown:
+                raise UsageError(f"expected indexed chunk ids to remove, got unknown ids {unknown[:5]}")
+            if ids:
+                self.collection.delete(ids=ids)
+            for chunk_id in ids:
+                del self._chunks[chunk_id]
+
+    def _query(self, query: str, n: int, where: dict[str, Any] | None) -> list[tuple[str, float]]:
+        with self._lock:
+            count = len(self._chunks)
+        if count == 0:
+            return []
+        found = self.collection.query(
+            query_texts=[query], n_results=min(n, count), where=where, include=["distances"]
+        )
+        return [(chunk_id, 1.0 - float(distance)) for chunk_id, distance in zip(found["ids"][0], found["distances"][0])]
+
+    def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> tuple[Hit, ...]:
+        """The k nearest chunks to `query` by inner product, filtered in Chroma and checked again here."""
+        self._check_open()
+        keep = filter_predicate(filters, self._chunks)
+        where = where_clause(filters)
+        pairs = fetch_filtered(
+            lambda n: self._query(query, n, where),
+            k=k,
+            keep=None if keep is None else (lambda pair: keep(pair[0], {})),
+        )
+        return tuple(Hit(chunk_id, score, getattr(self._chunks.get(chunk_id), "text", None)) for chunk_id, score in pairs)
+
+
+def chroma_factory(corpus: Corpus) -> ChromaRetriever:
+    """Build a `ChromaRetriever` with the default `HashingEmbedder` over exactly `corpus`."""
+    return ChromaRetriever(corpus)

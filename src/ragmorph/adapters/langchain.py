@@ -1,0 +1,169 @@
+"""LangChain integration: any `BaseRetriever` as a ragmorph retriever, and a factory for LangChain's BM25.
+
+Needs the extra ``ragmorph[langchain]`` (langchain-core; langchain-community and rank-bm25 for the BM25
+factory). LangChain is imported only when an adapter is built, so importing this module is cheap.
+
+How the contract maps onto LangChain:
+
+- k: `invoke` takes no k, so each call runs on a shallow copy of the retriever with its k attribute set
+  (``k_attr="k"`` for BM25Retriever, ``"search_kwargs.k"`` for a vector store's retriever); the caller's
+  retriever is never modified. With ``k_attr=None`` the results are cut to k.
+- ids: each Document's ``metadata[id_key]`` (default ``"id"``), else its ``Document.id``.
+- scores: ``metadata[score_key]`` when a `score_key` is given, else None. LangChain's BM25Retriever returns no
+  scores, so `langchain_bm25_factory` reads them from the retriever's own rank_bm25 vectorizer (the same
+  numbers it ranked by), which lets ragmorph tell score ties apart from real reorderings.
+- filters: LangChain has no general filter argument, so the adapter over-fetches and post-filters (see
+  `ragmorph.adapters._integration`), judging each document by the given corpus or else by its metadata.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..errors import InvalidResponse, UsageError, describe
+from ..model import Corpus, Filters, Hit
+from ._integration import check_id_key, chunk_metadata, fetch_filtered, filter_predicate, with_setting
+from ._protocol import excerpt
+
+__all__ = ["LangChainRetriever", "langchain_bm25_factory"]
+
+# Turns (query, documents) into one score per document; used where a library ranks by scores it hides.
+Scorer = Callable[[str, Sequence[Any]], Sequence[float | None]]
+
+
+def _import_base_retriever() -> Any:
+    try:
+        from langchain_core.retrievers import BaseRetriever
+    except ImportError as error:
+        raise UsageError(
+            "expected langchain-core to be installed for LangChainRetriever, got ImportError; "
+            "install it with `pip install 'ragmorph[langchain]'`"
+        ) from error
+    return BaseRetriever
+
+
+class LangChainRetriever:
+    """Wraps a LangChain `BaseRetriever` (called through `invoke`) as a ragmorph retriever."""
+
+    def __init__(
+        self,
+        retriever: Any,
+        *,
+        id_key: str = "id",
+        k_attr: str | None = "k",
+        score_key: str | None = None,
+        corpus: Corpus | None = None,
+        scorer: Scorer | None = None,
+    ) -> None:
+        base = _import_base_retriever()
+        if not isinstance(retriever, base):
+            raise UsageError(
+                f"expected a langchain_core BaseRetriever, got retriever={describe(retriever)}; "
+                "wrap other callables with ragmorph.adapters.FunctionRetriever"
+            )
+        self.retriever = retriever
+        self.id_key = check_id_key(id_key)
+        self.k_attr = k_attr if k_attr and _has_setting(retriever, k_attr) else None
+        self.score_key = score_key
+        self.corpus = corpus
+        self._scorer = scorer
+
+    def __repr__(self) -> str:
+        return f"LangChainRetriever({type(self.retriever).__name__}, id_key={self.id_key!r}, k_attr={self.k_attr!r})"
+
+    def _documents(self, query: str, n: int) -> list[Any]:
+        retriever = self.retriever if self.k_attr is None else with_setting(self.retriever, self.k_attr, n)
+        documents = list(retriever.invoke(query))
+        return documents if self.k_attr is not None else documents[:n]
+
+    def _chunk_id(self, document: Any, query: str) -> str:
+        metadata = getattr(document, "metadata", None) or {}
+        chunk_id = metadata.get(self.id_key) or getattr(document, "id", None)
+        if not isinstance(chunk_id, str) or not chunk_id:
+            raise InvalidResponse(
+                f"expected each LangChain Document to carry its chunk id in metadata[{self.id_key!r}] or "
+                f"Document.id, got {describe(chunk_id)}; build documents with metadata={{{self.id_key!r}: chunk.id}}",
+                query=query,
+                excerpt=excerpt(document),
+            )
+        return chunk_id
+
+    def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> tuple[Hit, ...]:
+        """The retriever's top k documents for `query` as hits, honouring `filters` by post-filtering."""
+        keep = filter_predicate(filters, self.corpus)
+        pairs = fetch_filtered(
+            lambda n: [(self._chunk_id(d, query), d) for d in self._documents(query, n)],
+            k=k,
+            keep=None if keep is None else (lambda pair: keep(pair[0], pair[1].metadata or {})),
+        )
+        documents = [document for _, document in pairs]
+        if self._scorer is not None:
+            scores: Sequence[float | None] = self._scorer(query, documents)
+        elif self.score_key is not None:
+            scores = [(d.metadata or {}).get(self.score_key) for d in documents]
+        else:
+            scores = [None] * len(documents)
+        return tuple(
+            Hit(chunk_id, None if score is None else float(score), document.page_content)
+            for (chunk_id, document), score in zip(pairs, scores)
+        )
+
+
+def _has_setting(obj: Any, path: str) -> bool:
+    attribute, _, key = path.partition(".")
+    if not hasattr(obj, attribute):
+        return False
+    return not key or isinstance(getattr(obj, attribute), dict)
+
+
+class _EmptyRetriever:
+    """Stands in for a library index that cannot be built (no chunk has a single token): returns nothing."""
+
+    def __repr__(self) -> str:
+        return "LangChainRetriever(BM25Retriever over a corpus without tokens)"
+
+    def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> tuple[Hit, ...]:
+        """No hits: there is nothing to match."""
+        return ()
+
+
+def langchain_bm25_factory(
+    corpus: Corpus,
+    *,
+    id_key: str = "id",
+    preprocess_func: Callable[[str], list[str]] | None = None,
+    bm25_params: dict[str, Any] | None = None,
+) -> LangChainRetriever | _EmptyRetriever:
+    """Build langchain-community's BM25Retriever (rank_bm25's BM25Okapi) over exactly `corpus`.
+
+    Each chunk becomes a Document whose metadata carries the chunk fields (see `_integration`).
+    `preprocess_func` defaults to LangChain's own whitespace split (case-sensitive, punctuation kept).
+    rank_bm25 cannot index a corpus without a single token, so such a corpus (or an empty one) gets a
+    retriever that returns no hits.
+    """
+    try:
+        from langchain_community.retrievers.bm25 import BM25Retriever, default_preprocessing_func
+        from langchain_core.documents import Document
+    except ImportError as error:
+        raise UsageError(
+            "expected langchain-community and rank-bm25 for langchain_bm25_factory, got ImportError; "
+            "install them with `pip install 'ragmorph[langchain]'`"
+        ) from error
+    check_id_key(id_key)
+    documents = [Document(page_content=c.text, metadata=chunk_metadata(c, id_key=id_key), id=c.id) for c in corpus]
+    options: dict[str, Any] = {"bm25_params": bm25_params}
+    if preprocess_func is not None:
+        options["preprocess_func"] = preprocess_func
+    tokenize = preprocess_func or default_preprocessing_func
+    if not any(tokenize(document.page_content) for document in documents):
+        return _EmptyRetriever()
+    library = BM25Retriever.from_documents(documents, **options)
+    positions = {chunk.id: position for position, chunk in enumerate(corpus)}
+
+    def bm25_scores(query: str, found: Sequence[Any]) -> list[float]:
+        # The same BM25Okapi scores get_top_n sorted by, looked up by the document's corpus position.
+        scores = library.vectorizer.get_scores(library.preprocess_func(query))
+        return [float(scores[positions[d.metadata[id_key]]]) for d in found]
+
+    return LangChainRetriever(library, id_key=id_key, k_attr="k", corpus=corpus, scorer=bm25_scores)

@@ -1,0 +1,214 @@
+"""LlamaIndex integration: any `BaseRetriever` as a ragmorph retriever, and a factory for its BM25 retriever.
+
+Needs the extra ``ragmorph[llamaindex]`` (llama-index-core; llama-index-retrievers-bm25 and bm25s for the
+factory). LlamaIndex is imported only when an adapter is built.
+
+How the contract maps onto LlamaIndex:
+
+- k: each call runs on a shallow copy of the retriever with ``similarity_top_k`` (`k_attr`) set, so the
+  caller's retriever is never modified; with ``k_attr=None`` the results are cut to k.
+- ids: each node's ``metadata[id_key]`` (default ``"id"``), else its ``node_id``; scores: `NodeWithScore.score`.
+- filters: over-fetch and post-filter (see `ragmorph.adapters._integration`) by the given corpus or else by the
+  node metadata.
+
+`llamaindex_bm25_factory` builds llama-index-retrievers-bm25 over the corpus with two adjustments:
+
+- the indexed text is the chunk text only: LlamaIndex prepends ``key: value`` metadata lines to the text it
+  indexes (``MetadataMode.EMBED``), so every metadata key is listed in the node's
+  ``excluded_embed_metadata_keys`` (and ``excluded_llm_metadata_keys``);
+- filters are fixed when the library retriever is built, so one is built per distinct `Filters` (cached) with
+  native ``MetadataFilters``. Native filtering only zeroes the scores of excluded nodes (a bm25s weight mask),
+  and when fewer than k nodes match the query those excluded nodes are still returned with score 0, so the
+  adapter also post-filters: without that, another tenant's chunks leak into the tail of the ranking.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from ..errors import InvalidResponse, UsageError, describe
+from ..model import Corpus, Filters, Hit
+from ._integration import (
+    CURRENT,
+    SHARED,
+    USER_METADATA_PREFIX,
+    check_id_key,
+    chunk_metadata,
+    encode_value,
+    fetch_filtered,
+    filter_predicate,
+    with_setting,
+)
+from ._protocol import excerpt
+
+__all__ = ["LlamaIndexBM25Retriever", "LlamaIndexRetriever", "llamaindex_bm25_factory"]
+
+# Distinct filter sets seen by one retriever are few (a tenant or two, current-only); this bounds the worst case.
+_MAX_CACHED_BUILDS = 64
+
+
+def _missing(what: str, error: ImportError) -> UsageError:
+    return UsageError(
+        f"expected {what} to be installed, got ImportError ({error}); install it with `pip install 'ragmorph[llamaindex]'`"
+    )
+
+
+class LlamaIndexRetriever:
+    """Wraps a LlamaIndex `BaseRetriever` (`retrieve` -> `NodeWithScore` list) as a ragmorph retriever."""
+
+    def __init__(
+        self,
+        retriever: Any,
+        *,
+        id_key: str = "id",
+        k_attr: str | None = "similarity_top_k",
+        corpus: Corpus | None = None,
+        max_k: int | None = None,
+    ) -> None:
+        try:
+            from llama_index.core.base.base_retriever import BaseRetriever
+        except ImportError as error:
+            raise _missing("llama-index-core", error) from error
+        if not isinstance(retriever, BaseRetriever):
+            raise UsageError(
+                f"expected a llama_index.core BaseRetriever, got retriever={describe(retriever)}; "
+                "wrap other callables with ragmorph.adapters.FunctionRetriever"
+            )
+        self.retriever = retriever
+        self.id_key = check_id_key(id_key)
+        self.k_attr = k_attr if k_attr and hasattr(retriever, k_attr.partition(".")[0]) else None
+        self.corpus = corpus
+        # bm25s refuses a top-k larger than its document count, so requests are clamped to it.
+        self.max_k = max_k
+
+    def __repr__(self) -> str:
+        return f"LlamaIndexRetriever({type(self.retriever).__name__}, id_key={self.id_key!r}, k_attr={self.k_attr!r})"
+
+    def _nodes(self, query: str, n: int) -> list[Any]:
+        if self.max_k is not None:
+            n = min(n, self.max_k)
+        retriever = self.retriever if self.k_attr is None else with_setting(self.retriever, self.k_attr, n)
+        found = list(retriever.retrieve(query))
+        return found if self.k_attr is not None else found[:n]
+
+    def _chunk_id(self, scored: Any, query: str) -> str:
+        node = getattr(scored, "node", None)
+        metadata = getattr(node, "metadata", None) or {}
+        chunk_id = metadata.get(self.id_key) or getattr(node, "node_id", None)
+        if not isinstance(chunk_id, str) or not chunk_id:
+            raise InvalidResponse(
+                f"expected each LlamaIndex node to carry its chunk id in metadata[{self.id_key!r}] or node_id, "
+                f"got {describe(chunk_id)}; build nodes with metadata={{{self.id_key!r}: chunk.id}}",
+                query=query,
+                excerpt=excerpt(scored),
+            )
+        return chunk_id
+
+    def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> tuple[Hit, ...]:
+        """The retriever's top k nodes for `query` as hits, honouring `filters` by post-filtering."""
+        keep = filter_predicate(filters, self.corpus)
+        pairs = fetch_filtered(
+            lambda n: [(self._chunk_id(s, query), s) for s in self._nodes(query, n)],
+            k=k,
+            keep=None if keep is None else (lambda pair: keep(pair[0], pair[1].node.metadata or {})),
+        )
+        return tuple(
+            Hit(chunk_id, None if scored.score is None else float(scored.score), scored.node.get_content())
+            for chunk_id, scored in pairs
+        )
+
+
+def _native_filters(filters: Filters) -> Any:
+    """The LlamaIndex `MetadataFilters` equivalent of `filters`, over the metadata encoding of `_integration`."""
+    from llama_index.core.vector_stores.types import FilterOperator, MetadataFilter, MetadataFilters
+
+    clauses = []
+    if filters.tenant is not None:
+        clauses.append(MetadataFilter(key="tenant", value=[filters.tenant, SHARED], operator=FilterOperator.IN))
+    if filters.current_only:
+        clauses.append(MetadataFilter(key="superseded_by", value=CURRENT, operator=FilterOperator.EQ))
+    for key, value in filters.metadata.items():
+        clauses.append(MetadataFilter(key=USER_METADATA_PREFIX + key, value=encode_value(value)))
+    return MetadataFilters(filters=clauses)
+
+
+class LlamaIndexBM25Retriever:
+    """llama-index-retrievers-bm25 over a corpus, rebuilt (and cached) per distinct filter set."""
+
+    def __init__(
+        self,
+        corpus: Corpus,
+        *,
+        id_key: str = "id",
+        language: str = "en",
+        skip_stemming: bool = False,
+        token_pattern: str = r"(?u)\b\w\w+\b",
+    ) -> None:
+        try:
+            from llama_index.core.schema import TextNode
+            from llama_index.retrievers.bm25 import BM25Retriever
+        except ImportError as error:
+            raise _missing("llama-index-retrievers-bm25", error) from error
+        self.corpus = corpus
+        self.id_key = check_id_key(id_key)
+        self._library = BM25Retriever
+        self._options = {"language": language, "skip_stemming": skip_stemming, "token_pattern": token_pattern}
+        self._nodes = []
+        for chunk in corpus:
+            metadata = chunk_metadata(chunk, id_key=id_key)
+            hidden = list(metadata)
+            self._nodes.append(
+                TextNode(
+                    id_=chunk.id,
+                    text=chunk.text,
+                    metadata=metadata,
+                    excluded_embed_metadata_keys=hidden,
+                    excluded_llm_metadata_keys=hidden,
+                )
+            )
+        self._builds: dict[Filters | None, LlamaIndexRetriever | None] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"LlamaIndexBM25Retriever({len(self.corpus)} chunks, id_key={self.id_key!r})"
+
+    @property
+    def builds(self) -> int:
+        """How many library retrievers were built so far (one per distinct filter set)."""
+        return len(self._builds)
+
+    def _build(self, filters: Filters | None) -> LlamaIndexRetriever | None:
+        if not self._nodes:
+            return None
+        native = None if filters is None else _native_filters(filters)
+        try:
+            library = self._library(nodes=self._nodes, similarity_top_k=1, filters=native, **self._options)
+        except ValueError as error:
+            if "filtered out" in str(error):
+                return None  # the library refuses a filter that admits no node; nothing can be returned
+            raise
+        return LlamaIndexRetriever(library, id_key=self.id_key, corpus=self.corpus, max_k=len(self._nodes))
+
+    def _for(self, filters: Filters | None) -> LlamaIndexRetriever | None:
+        key = None if filters is None or filters.is_empty else filters
+        with self._lock:
+            if key in self._builds:
+                return self._builds[key]
+        built = self._build(key)
+        with self._lock:
+            if len(self._builds) >= _MAX_CACHED_BUILDS:
+                self._builds.pop(next(k for k in self._builds if k is not None), None)
+            return self._builds.setdefault(key, built)
+
+    def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> tuple[Hit, ...]:
+        """The BM25 top k for `query`, filtered natively and then checked chunk by chunk."""
+        adapter = self._for(filters)
+        if adapter is None:
+            return ()
+        return adapter.retrieve(query, k=k, filters=filters)
+
+
+def llamaindex_bm25_factory(corpus: Corpus, **options: Any) -> LlamaIndexBM25Retriever:
+    """Build llama-index-retrievers-bm25 over exactly `corpus` (options: id_key, language, skip_stemming...)."""
+    return LlamaIndexBM25Retriever(corpus, **options)
