@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import UsageError, describe
 from ..model import Case, Corpus, Hit, Ranking
@@ -12,8 +12,12 @@ from ._names import GOLD_MEASURES, Metric, parse_metrics
 
 __all__ = ["Judge", "QueryScores", "evaluate", "is_empty_ok"]
 
-Judge = Callable[[str, str], float]
-"""judge(query, text) -> relevance in [0, 1]; judges themselves live in ragmorph.judges."""
+class Judge(Protocol):
+    """judge(query, text) -> relevance in [0, 1]; the judges themselves live in ragmorph.judges."""
+
+    def __call__(self, query: str, text: str) -> float:
+        """How relevant `text` is to `query`, in [0, 1]."""
+        ...
 
 
 class QueryScores(dict):  # type: ignore[type-arg]
