@@ -1,6 +1,7 @@
 """Okapi BM25 over a ragmorph corpus, with deltas exactly equal to a re-index; and a bm25s-backed factory.
 
-Score of chunk d for query q (each distinct query term counted once, summed in order of first appearance)::
+Score of chunk d for query q (a query term repeated m times counts m times, as in Lucene and bm25s; terms are
+summed in order of first appearance)::
 
     score(d, q) = sum over t in q of  idf(t) * tf(t, d) / (tf(t, d) + k1 * (1 - b + b * |d| / avgdl))
     idf(t)      = log(1 + (N - df(t) + 0.5) / (df(t) + 0.5))          (Lucene's idf: never negative)
@@ -133,7 +134,7 @@ class BM25Retriever(SlotIndex):
                 return scores, np.zeros(0, dtype=np.int64)
             average_length = self._total_length / live
             lengths = self._lengths.view
-            for term in dict.fromkeys(self.tokenize(query)):
+            for term, repeats in Counter(self.tokenize(query)).items():
                 df = self._df.get(term, 0)
                 if not df:
                     continue
@@ -142,7 +143,7 @@ class BM25Retriever(SlotIndex):
                 slots = posting.slots.view
                 tf = posting.tfs.view.astype(np.float64)
                 norm = self.k1 * (1.0 - self.b + self.b * lengths[slots] / average_length)
-                scores[slots] += idf * tf / (tf + norm)
+                scores[slots] += repeats * (idf * tf / (tf + norm))
                 matched[slots] = True
             return scores, np.flatnonzero(matched & self._alive.view)
 
@@ -177,9 +178,11 @@ class BM25sRetriever:
         self.tokenize: Tokenizer = tokenizer or default_tokenize
         # backend="numpy" explicitly: with numba installed, bm25s would otherwise compile for seconds on first use.
         self._model = bm25s.BM25(k1=k1, b=b, method="lucene", backend="numpy")
-        self._empty = len(corpus) == 0
+        tokens = [list(self.tokenize(c.text)) for c in corpus]
+        # bm25s cannot index a corpus without a single token (it divides by the average length), so nothing matches.
+        self._empty = not any(tokens)
         if not self._empty:
-            self._model.index([list(self.tokenize(c.text)) for c in corpus], show_progress=False)
+            self._model.index(tokens, show_progress=False)
 
     def __repr__(self) -> str:
         return f"BM25sRetriever(<{len(self.corpus)} chunks>)"

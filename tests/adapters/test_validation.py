@@ -1,0 +1,106 @@
+"""validate_hits: each breach of the retriever contract raises InvalidResponse with the query and an excerpt."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ragmorph.adapters import ScoreOrderWarning, validate_hits
+from ragmorph.errors import InvalidResponse, UsageError
+from ragmorph.model import Chunk, Corpus, Hit
+
+CORPUS = Corpus([Chunk(f"d{i}", f"text {i}") for i in range(6)])
+
+
+def test_accepts_hits_pairs_and_bare_ids() -> None:
+    hits = validate_hits([Hit("d0", 2.0), ("d1", 1.5), "d2"], k=3, query="q", corpus=CORPUS)
+    assert hits == (Hit("d0", 2.0), Hit("d1", 1.5), Hit("d2"))
+
+
+def test_hits_without_scores_and_ties_are_fine() -> None:
+    assert len(validate_hits(["d0", "d1"], k=5, query="q", corpus=CORPUS)) == 2
+    assert len(validate_hits([("d0", 1.0), ("d1", 1.0), "d2", ("d3", 0.5)], k=5, query="q")) == 4
+
+
+@pytest.mark.parametrize(
+    ("response", "message"),
+    [
+        (["d0", "d1", "d2"], "at most k=2 hits, got 3"),
+        (["d0", "d0"], "distinct ids, got id='d0' at ranks 1 and 2"),
+        (["d0", "zz"], "unknown id='zz' at rank 2"),
+        ([("d0", math.nan)], "finite score"),
+        ([("d0", math.inf)], "finite score"),
+        ([("d0", 1.0), ("d1", 2.0)], "not to rise"),
+        ([("d0", "high")], "numeric score"),
+        ([42], "rank 1, got int"),
+        ("d0", "sequence of hits, got str"),
+        (None, "sequence of hits, got NoneType"),
+    ],
+)
+def test_each_breach_is_reported(response: object, message: str) -> None:
+    with pytest.raises(InvalidResponse, match=message) as caught:
+        validate_hits(response, k=2, query="annual leave", corpus=CORPUS)
+    assert caught.value.query == "annual leave"
+    assert caught.value.excerpt
+
+
+def test_rising_scores_are_compared_across_unscored_hits() -> None:
+    with pytest.raises(InvalidResponse, match="score=3.0 at rank 3 above score=1.0 at rank 1"):
+        validate_hits([("d0", 1.0), "d1", ("d2", 3.0)], k=3, query="q")
+
+
+def test_unknown_ids_pass_without_a_corpus() -> None:
+    assert validate_hits(["zz"], k=1, query="q", corpus=None) == (Hit("zz"),)
+
+
+def test_rising_scores_only_warn_when_asked() -> None:
+    with pytest.warns(ScoreOrderWarning, match="rank 2"):
+        hits = validate_hits([("d0", 1.0), ("d1", 2.0)], k=2, query="q", score_order="warn")
+    assert [h.id for h in hits] == ["d0", "d1"]
+
+
+def test_bad_score_order_option() -> None:
+    with pytest.raises(UsageError, match="score_order"):
+        validate_hits([], k=1, query="q", score_order="ignore")  # type: ignore[arg-type]
+
+
+CORRUPTIONS = ("too_many", "duplicate", "unknown", "nan", "rising", "wrong_type")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    ids=st.lists(st.sampled_from(CORPUS.ids), unique=True, min_size=1, max_size=4),
+    scores=st.lists(st.floats(-1e6, 1e6), min_size=4, max_size=4),
+    corruption=st.sampled_from(CORRUPTIONS),
+)
+def test_every_corruption_of_a_valid_response_is_caught(ids: list[str], scores: list[float], corruption: str) -> None:
+    ordered = sorted(scores[: len(ids)], reverse=True)
+    valid: list[object] = list(zip(ids, ordered))
+    k = len(valid)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(validate_hits(valid, k=k, query="q", corpus=CORPUS)) == k
+    bad = list(valid)
+    if corruption == "too_many":
+        k -= 1
+        if k == 0:
+            bad, k = [valid[0], valid[0]], 2
+    elif corruption == "duplicate":
+        bad.append(bad[0])
+        k += 1
+    elif corruption == "unknown":
+        bad[-1] = ("not-in-corpus", ordered[-1])
+    elif corruption == "nan":
+        bad[-1] = (ids[-1], math.nan)
+    elif corruption == "rising":
+        spare = next(i for i in CORPUS.ids if i not in ids)
+        bad.append((spare, ordered[-1] + 1.0))
+        k += 1
+    else:
+        bad[-1] = (ids[-1], object())
+    with pytest.raises(InvalidResponse):
+        validate_hits(bad, k=k, query="q", corpus=CORPUS)
