@@ -1,0 +1,130 @@
+"""Pipeline stages: each one's contract, over-fetching, composition and delta forwarding."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support.adapter_worlds import WORDS, corpora, filters
+
+from ragmorph.adapters import (
+    BM25Retriever,
+    ContextPacker,
+    Dedup,
+    DenseRetriever,
+    FreshnessFilter,
+    FunctionRetriever,
+    GuardedRetriever,
+    Reranker,
+    TenantFilter,
+    applied_delta,
+    describe_capabilities,
+)
+from ragmorph.errors import UsageError
+from ragmorph.model import Chunk, Corpus, Filters, Params
+
+CORPUS = Corpus(
+    [
+        Chunk("g1", "leave policy leave", tenant="globex"),
+        Chunk("g2", "leave policy", tenant="globex"),
+        Chunk("s1", "leave policy shared"),
+        Chunk("a1", "leave policy acme old", tenant="acme", superseded_by="a2"),
+        Chunk("a2", "leave policy acme new", tenant="acme"),
+        Chunk("d1", "leave policy shared"),
+        Chunk("x1", "unrelated tax"),
+    ]
+)
+
+
+def ignores_filters(corpus: Corpus) -> FunctionRetriever:
+    """A black box that cannot filter: BM25 order, no filters parameter."""
+    bm25 = BM25Retriever(corpus)
+    return FunctionRetriever(lambda query, k: bm25.retrieve(query, k=k))
+
+
+@pytest.mark.parametrize("inner_kind", ["filtering", "ignoring"])
+def test_tenant_filter_never_returns_another_tenants_chunk(inner_kind: str) -> None:
+    inner = BM25Retriever(CORPUS) if inner_kind == "filtering" else ignores_filters(CORPUS)
+    stage = TenantFilter(inner, corpus=CORPUS)
+    hits = stage.retrieve("leave policy", k=3, filters=Filters(tenant="acme"))
+    assert len(hits) == 3
+    assert all(CORPUS[h.id].visible_to("acme") for h in hits)
+    assert [h.id for h in hits] == [
+        h.id for h in BM25Retriever(CORPUS).retrieve("leave policy", k=3, filters=Filters(tenant="acme"))
+    ]
+    assert len(stage.retrieve("leave policy", k=10)) == 6  # no filters: passes through
+
+
+@settings(max_examples=40, deadline=None)
+@given(corpus=corpora(max_size=10), query=st.sampled_from(WORDS), chosen=filters(), k=st.integers(1, 6))
+def test_tenant_filter_over_a_black_box_equals_native_filtering(
+    corpus: Corpus, query: str, chosen: Filters | None, k: int
+) -> None:
+    stage = TenantFilter(ignores_filters(corpus), corpus=corpus)
+    assert stage.retrieve(query, k=k, filters=chosen) == BM25Retriever(corpus).retrieve(query, k=k, filters=chosen)
+
+
+def test_freshness_filter_drops_stale_chunks_and_follows_deltas() -> None:
+    bm25 = BM25Retriever(CORPUS)
+    stage = FreshnessFilter(bm25)
+    ids = [h.id for h in stage.retrieve("acme old", k=7)]
+    assert "a1" not in ids and "a2" in ids
+    with applied_delta(stage, remove=["a2"]):  # the successor is gone, so a1 is no longer stale
+        assert "a1" in [h.id for h in stage.retrieve("acme old", k=7)]
+    assert "a1" not in [h.id for h in stage.retrieve("acme old", k=7)]
+
+
+def test_reranker_reorders_stably_within_depth() -> None:
+    stage = Reranker(BM25Retriever(CORPUS), lambda query, text: float("shared" in text), depth=7)
+    hits = stage.retrieve("leave", k=3)
+    assert [h.id for h in hits[:2]] == ["s1", "d1"] and [h.score for h in hits] == [1.0, 1.0, 0.0]
+    inner_order = [h.id for h in BM25Retriever(CORPUS).retrieve("leave", k=7) if h.id not in ("s1", "d1")]
+    assert hits[2].id == inner_order[0]
+    shallow = Reranker(BM25Retriever(CORPUS), lambda query, text: float("shared" in text))
+    assert len(shallow.retrieve("leave", k=2)) == 2
+    with pytest.raises(UsageError, match="score_fn"):
+        Reranker(BM25Retriever(CORPUS), "not callable")  # type: ignore[arg-type]
+
+
+def test_dedup_drops_repeated_ids_and_texts_but_keeps_k() -> None:
+    repeated = FunctionRetriever(lambda query, k: ["s1", "s1", "d1", "g2", "g2", "a2", "x1"][:k])
+    stage = Dedup(repeated, corpus=CORPUS)
+    assert [h.id for h in stage.retrieve("q", k=3)] == ["s1", "g2", "a2"]
+    assert [h.id for h in Dedup(repeated, corpus=CORPUS, by_text=False).retrieve("q", k=3)] == ["s1", "d1", "g2"]
+
+
+def test_context_packer_keeps_the_longest_fitting_prefix() -> None:
+    inner = FunctionRetriever(lambda query, k: ["g2", "s1", "x1", "g1"][:k])  # 2, 3, 2, 3 tokens
+    assert [h.id for h in ContextPacker(inner, 5, corpus=CORPUS).retrieve("q", k=4)] == ["g2", "s1"]
+    assert [h.id for h in ContextPacker(inner, 6, corpus=CORPUS).retrieve("q", k=4)] == ["g2", "s1"]
+    assert ContextPacker(inner, 1, corpus=CORPUS).retrieve("q", k=4) == []
+    assert len(ContextPacker(inner, 1000, corpus=CORPUS).retrieve("q", k=4)) == 4
+    chars = ContextPacker(inner, 12, corpus=CORPUS, count_tokens=len)
+    assert [h.id for h in chars.retrieve("q", k=4)] == ["g2"]
+    with pytest.raises(UsageError, match="token_budget"):
+        ContextPacker(inner, -1)
+
+
+def test_stages_compose_forward_deltas_and_pass_validation() -> None:
+    pipeline = ContextPacker(Dedup(FreshnessFilter(TenantFilter(DenseRetriever(CORPUS)))), 9)
+    capabilities = describe_capabilities(pipeline)
+    assert capabilities.supports_delta and capabilities.supports_rollback and capabilities.supports_filters
+    guard = GuardedRetriever(pipeline, corpus=CORPUS)
+    ranking = guard.retrieve("leave policy", Params(k=5, filters=Filters(tenant="acme")))
+    assert all(CORPUS[i].visible_to("acme") for i in ranking.ids)
+    assert "a1" not in ranking.ids and len({CORPUS[i].text for i in ranking.ids}) == len(ranking)
+    with applied_delta(pipeline, add=[Chunk("n1", "leave")]):
+        assert "n1" in pipeline.corpus
+    assert "n1" not in pipeline.corpus
+
+
+def test_stages_explain_missing_pieces() -> None:
+    black_box = FunctionRetriever(lambda query, k: ["s1"])
+    with pytest.raises(UsageError, match="needs chunk data"):
+        TenantFilter(black_box).retrieve("q", k=1, filters=Filters(tenant="acme"))
+    with pytest.raises(UsageError, match="put a TenantFilter stage"):
+        Dedup(black_box, corpus=CORPUS).retrieve("q", k=1, filters=Filters(tenant="acme"))
+    with pytest.raises(UsageError, match="retriever to wrap"):
+        Dedup(BM25Retriever)
+    with pytest.raises(AttributeError):
+        Dedup(black_box, corpus=CORPUS).add  # noqa: B018 - the inner retriever has no deltas
