@@ -1,1 +1,101 @@
-"""Hypothesis strategies that perturb retrieval worlds, one module per family."""
+"""Hypothesis strategies that perturb retrieval worlds, one module per family, and the relation catalog.
+
+Each family module (`ragmorph.strategies.reorder`, `.removal`, `.distractors`, `.supersede`, `.tenancy`,
+`.cutoff`, `.query`, `.repeat`) exposes a strategy function drawing perturbations for a given world, the
+perturbation classes, `RELATIONS` and `FAMILY`. `CATALOG` lists every relation; `FAMILIES` maps family names to
+their record; `DEFAULT_SUITE` names the families `check()` runs by default.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragmorph.errors import InputError, UsageError
+from ragmorph.relations import Relation
+
+from . import cutoff, distractors, query, removal, reorder, repeat, supersede, tenancy
+from ._core import (
+    Family,
+    PerturbationBase,
+    Vocabulary,
+    decode_value,
+    default_filters,
+    perturbation_label,
+    relation_applies,
+    vocabulary,
+)
+
+__all__ = [
+    "CATALOG",
+    "DEFAULT_SUITE",
+    "FAMILIES",
+    "PERTURBATIONS",
+    "Family",
+    "PerturbationBase",
+    "Vocabulary",
+    "catalog_rows",
+    "default_filters",
+    "family",
+    "perturbation_from_dict",
+    "perturbation_label",
+    "relation",
+    "relation_applies",
+    "vocabulary",
+]
+
+FAMILIES: dict[str, Family] = {
+    module.FAMILY.name: module.FAMILY
+    for module in (reorder, removal, distractors, supersede, tenancy, cutoff, query, repeat)
+}
+
+CATALOG: tuple[Relation, ...] = tuple(r for f in FAMILIES.values() for r in f.relations)
+
+# Every family: each one reports not_applicable (with the reason) where it cannot run, so none is skipped silently.
+DEFAULT_SUITE: tuple[str, ...] = tuple(FAMILIES)
+
+PERTURBATIONS: dict[str, type] = {
+    cls.__name__: cls
+    for cls in (
+        reorder.PermuteCorpus,
+        reorder.PromoteRelevant,
+        removal.RemoveChunks,
+        distractors.InjectDistractors,
+        supersede.Supersede,
+        tenancy.ApplyTenantFilter,
+        tenancy.AskAsOtherTenant,
+        cutoff.RaiseCutoff,
+        query.EditQuery,
+        repeat.RepeatCall,
+        repeat.RoundTrip,
+    )
+}
+
+
+def family(name: str) -> Family:
+    """The family record named `name` (UsageError listing the valid names otherwise)."""
+    try:
+        return FAMILIES[name]
+    except KeyError:
+        raise UsageError(f"expected a strategy family in {sorted(FAMILIES)}, got {name!r}") from None
+
+
+def relation(name: str) -> Relation:
+    """The catalog relation named `name`, e.g. 'cutoff.prefix'."""
+    for candidate in CATALOG:
+        if candidate.name == name:
+            return candidate
+    raise UsageError(f"expected a relation in {[r.name for r in CATALOG]}, got {name!r}")
+
+
+def perturbation_from_dict(data: dict[str, Any]) -> Any:
+    """Rebuild a perturbation from its `to_dict()` form (as stored in replay files)."""
+    kind = data.get("type") if isinstance(data, dict) else None
+    if kind not in PERTURBATIONS:
+        raise InputError(f"expected a perturbation type in {sorted(PERTURBATIONS)}, got type={kind!r}", field="perturbation")
+    fields = {name: decode_value(value) for name, value in data.get("fields", {}).items()}
+    return PERTURBATIONS[kind](**fields)
+
+
+def catalog_rows() -> list[dict[str, Any]]:
+    """The catalog as plain rows (for `ragmorph strategies`, README and reports)."""
+    return [r.describe() for r in CATALOG]

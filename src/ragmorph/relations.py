@@ -8,12 +8,12 @@ from these types; the runner only evaluates them.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import attrs
 
-from .model import Params, Ranking, World
+from .model import Hit, Params, Ranking, World
 
 __all__ = [
     "Call",
@@ -23,7 +23,13 @@ __all__ = [
     "Relation",
     "Severity",
     "Verdict",
+    "compare_up_to_ties",
+    "scores_tied",
 ]
+
+# Two scores closer than this (relative to their size) count as a tie: re-indexing a permuted corpus may sum
+# the same floats in another order, which moves scores in their last bits without changing the retriever.
+TIE_TOLERANCE = 1e-6
 
 
 class Direction(enum.Enum):
@@ -120,6 +126,10 @@ class Relation:
     check: Callable[[Observation, Observation], Verdict] = attrs.field(repr=False, eq=False)
     tolerance: float = 0.0
     assumptions: tuple[str, ...] = ()
+    # Perturbation type names this relation judges (empty: every perturbation of its family).
+    applies_to: tuple[str, ...] = ()
+    # Retriever traits the relation presumes (e.g. "lexical"); without them it is reported not_applicable.
+    requires: tuple[str, ...] = ()
 
     registry_fields: ClassVar[tuple[str, ...]] = (
         "name",
@@ -130,6 +140,8 @@ class Relation:
         "severity",
         "tolerance",
         "assumptions",
+        "applies_to",
+        "requires",
     )
 
     def describe(self) -> dict[str, Any]:
@@ -139,3 +151,63 @@ class Relation:
             value = getattr(self, name)
             row[name] = value.value if isinstance(value, enum.Enum) else (list(value) if isinstance(value, tuple) else value)
         return row
+
+
+def scores_tied(a: float, b: float) -> bool:
+    """True when two scores are equal up to floating-point noise (see TIE_TOLERANCE)."""
+    return abs(a - b) <= TIE_TOLERANCE * max(1.0, abs(a), abs(b))
+
+
+def _tie_classes(hits: Sequence[Hit]) -> list[tuple[int, int]]:
+    """Half-open position ranges of consecutive hits whose scores tie with the first hit of the range."""
+    classes: list[tuple[int, int]] = []
+    start = 0
+    for position in range(1, len(hits) + 1):
+        if position == len(hits) or not scores_tied(hits[start].score, hits[position].score):  # type: ignore[arg-type]
+            classes.append((start, position))
+            start = position
+    return classes
+
+
+def compare_up_to_ties(
+    expected: Sequence[Hit],
+    actual: Sequence[Hit],
+    *,
+    open_end: bool = True,
+    scores_comparable: bool = True,
+) -> Verdict:
+    """Judge whether `actual` is `expected` up to reordering within score ties.
+
+    Tie classes come from the scores of `expected`. Every class must hold the same ids in `actual`, except the
+    last one when `open_end` (the cut at k may fall inside a tie, so `actual` may show other members of that
+    tie that `expected` cut off): there, an id `expected` does not list is accepted, and when
+    `scores_comparable` its score in `actual` must tie with the boundary score. Not applicable when
+    `expected` carries no finite scores (ties cannot be told apart).
+    """
+    if any(not hit.has_finite_score for hit in expected):
+        return Verdict.not_applicable("the retriever returned hits without finite scores, so ties are unknown")
+    if len(actual) != len(expected):
+        return Verdict.broken(
+            f"expected {len(expected)} hits, got {len(actual)}: {[h.id for h in expected]} vs {[h.id for h in actual]}"
+        )
+    classes = _tie_classes(expected)
+    for number, (start, end) in enumerate(classes):
+        want = {hit.id for hit in expected[start:end]}
+        got = [hit for hit in actual[start:end]]
+        boundary = open_end and number == len(classes) - 1
+        score = expected[start].score
+        for offset, hit in enumerate(got):
+            if hit.id in want:
+                continue
+            listed = hit.id in {h.id for h in expected}
+            if boundary and not listed:
+                if not scores_comparable or (hit.has_finite_score and scores_tied(hit.score, score)):  # type: ignore[arg-type]
+                    continue
+                return Verdict.broken(
+                    f"rank {start + offset + 1}: expected one of {sorted(want)} or another chunk tied at score "
+                    f"{score:.6g}, got {hit.id!r} with score {hit.score!r}"
+                )
+            return Verdict.broken(
+                f"rank {start + offset + 1}: expected one of {sorted(want)} (tied at score {score:.6g}), got {hit.id!r}"
+            )
+    return Verdict.ok("rankings agree up to score ties")

@@ -1,1 +1,152 @@
-"""ragmorph.runner."""
+"""The metamorphic runner: plan units, execute them, fold results into a CheckReport, replay violations.
+
+`check()` is plan + execute + report in one process; `plan()`/`execute()`/`CheckReport.from_results()` let a
+caller run units elsewhere (units are picklable and independent) and still build the same report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..adapters import describe_capabilities
+from ..errors import RagmorphError, UsageError, describe
+from ..model import Case, Corpus, validate_cases
+from ..strategies import DEFAULT_SUITE, FAMILIES
+from ._engine import Result, Settings, Unit, execute
+from ._replay import REPLAY_SCHEMA, ReplayOutcome, replay
+from ._report import REPORT_SCHEMA, CheckReport
+from ._session import CallCache, RetrieverSpec, derive_seed, spec_mapping
+
+__all__ = [
+    "REPLAY_SCHEMA",
+    "REPORT_SCHEMA",
+    "CallCache",
+    "CheckReport",
+    "ReplayOutcome",
+    "Result",
+    "RetrieverSpec",
+    "Settings",
+    "Unit",
+    "check",
+    "execute",
+    "plan",
+    "replay",
+]
+
+
+def _settings(ks: Sequence[int], max_examples: int, derandomize: bool, timeout: float | None, replay_dir: Any) -> Settings:
+    ks = tuple(ks)
+    if not ks or any(isinstance(k, bool) or not isinstance(k, int) or k <= 0 for k in ks):
+        raise UsageError(f"expected ks to be positive integers like (1, 3, 5, 10), got ks={describe(ks)}")
+    if isinstance(max_examples, bool) or not isinstance(max_examples, int) or max_examples <= 0:
+        raise UsageError(f"expected a positive max_examples, got max_examples={describe(max_examples)}")
+    return Settings(
+        ks=tuple(sorted(set(ks))),
+        max_examples=max_examples,
+        derandomize=bool(derandomize),
+        timeout=timeout,
+        replay_dir=None if replay_dir is None else str(Path(replay_dir)),
+    )
+
+
+def _strategies(strategies: Sequence[str] | None) -> tuple[str, ...]:
+    if strategies is None:
+        return DEFAULT_SUITE
+    if isinstance(strategies, str):
+        strategies = [s.strip() for s in strategies.split(",") if s.strip()]
+    unknown = [s for s in strategies if s not in FAMILIES]
+    if unknown:
+        raise UsageError(f"expected strategy families from {sorted(FAMILIES)}, got unknown {unknown}")
+    return tuple(dict.fromkeys(strategies))
+
+
+def plan(
+    retrievers: Any,
+    corpus: Corpus,
+    cases: Sequence[Case],
+    *,
+    strategies: Sequence[str] | None = None,
+    ks: Sequence[int] = (1, 3, 5, 10),
+    max_examples: int = 25,
+    seed: int = 0,
+    derandomize: bool = False,
+    replay_dir: str | Path | None = None,
+    timeout: float | None = None,
+    traits: Mapping[str, Sequence[str]] | None = None,
+) -> tuple[Unit, ...]:
+    """The units of a run: every retriever x case x strategy family, each with a seed derived from `seed`."""
+    if not isinstance(corpus, Corpus):
+        raise UsageError(f"expected a ragmorph.model.Corpus, got corpus={describe(corpus)}")
+    cases = tuple(cases)
+    validate_cases(corpus, cases)
+    specs = spec_mapping(retrievers, traits)
+    families = _strategies(strategies)
+    settings = _settings(ks, max_examples, derandomize, timeout, replay_dir)
+    return tuple(
+        Unit(spec, corpus, case, family, settings, derive_seed(seed, spec.name, case.id, family))
+        for spec in specs
+        for case in cases
+        for family in families
+    )
+
+
+def _descriptions(units: Sequence[Unit]) -> dict[str, dict[str, str]]:
+    found: dict[str, dict[str, str]] = {}
+    for unit in units:
+        if unit.retriever.name in found:
+            continue
+        try:
+            target = unit.retriever.resolve()
+            kind = describe_capabilities(target).kind
+        except RagmorphError:
+            target, kind = None, "black_box"
+        description = unit.retriever.import_string or (repr(target) if target is not None else unit.retriever.name)
+        found[unit.retriever.name] = {"description": description[:200], "kind": kind}
+    return found
+
+
+def check(
+    retrievers: Any,
+    corpus: Corpus,
+    cases: Sequence[Case],
+    *,
+    strategies: Sequence[str] | None = None,
+    ks: Sequence[int] = (1, 3, 5, 10),
+    max_examples: int = 25,
+    seed: int = 0,
+    derandomize: bool = False,
+    replay_dir: str | Path | None = None,
+    timeout: float | None = None,
+    progress: Callable[[int, int, Unit], None] | None = None,
+    traits: Mapping[str, Sequence[str]] | None = None,
+) -> CheckReport:
+    """Run every retriever x case x strategy family and return the CheckReport.
+
+    `retrievers` is a retriever, a factory (a callable taking the corpus), an import string, or a mapping
+    name -> any of those. `traits` declares retriever properties some hard relations presume (e.g.
+    {"bm25": ["lexical"]}). `progress(done, total, unit)` is called after each unit.
+    """
+    cases = tuple(cases)
+    units = plan(
+        retrievers, corpus, cases, strategies=strategies, ks=ks, max_examples=max_examples, seed=seed,
+        derandomize=derandomize, replay_dir=replay_dir, timeout=timeout, traits=traits,
+    )
+    cache = CallCache()
+    results: list[Result] = []
+    for done, unit in enumerate(units, start=1):
+        results.extend(execute(unit, cache))
+        if progress is not None:
+            progress(done, len(units), unit)
+    specs = tuple(dict.fromkeys(u.retriever for u in units)) or spec_mapping(retrievers, traits)
+    return CheckReport.from_results(
+        results,
+        corpus=corpus,
+        cases=cases,
+        retrievers=specs,
+        strategies=_strategies(strategies),
+        seed=seed,
+        settings=units[0].settings if units else _settings(ks, max_examples, derandomize, timeout, replay_dir),
+        descriptions=_descriptions(units),
+    )

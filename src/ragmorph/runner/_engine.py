@@ -1,0 +1,426 @@
+"""Units and their execution: Hypothesis draws perturbations, relations judge them, violations shrink.
+
+A unit is one retriever x case x strategy family and carries everything it needs, so units can run in any
+order or process and give the same results (only call-cache hits differ).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis.errors import Flaky
+
+from ..errors import AdapterError, RagmorphError
+from ..model import Case, Corpus, Ranking, World
+from ..relations import Observation, Relation, Severity, Verdict
+from ..strategies import FAMILIES, relation_applies
+from ._session import CallCache, Probe, RetrieverSpec, Session, start_world
+
+__all__ = ["Result", "Settings", "Unit", "execute", "observation_dict"]
+
+# Corpus minimisation spends at most this many probes (each builds a small fresh index).
+_MINIMISE_BUDGET = 120
+_TEXT_SNIPPET = 160
+
+
+@attrs.frozen
+class Settings:
+    """Run settings every unit carries."""
+
+    ks: tuple[int, ...] = (1, 3, 5, 10)
+    max_examples: int = 25
+    derandomize: bool = False
+    timeout: float | None = None
+    replay_dir: str | None = None
+    minimise: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        """The manifest `settings` block."""
+        return {"max_examples": self.max_examples, "derandomize": self.derandomize, "ks": list(self.ks), "timeout": self.timeout}
+
+
+@attrs.frozen
+class Unit:
+    """One retriever x case x strategy family, with its corpus, settings and derived seed (picklable)."""
+
+    retriever: RetrieverSpec
+    corpus: Corpus = attrs.field(eq=False, repr=False)
+    case: Case
+    strategy: str
+    settings: Settings
+    seed: int
+
+
+@attrs.frozen
+class Result:
+    """The outcome of one relation within one unit (the `results` rows of the JSON report)."""
+
+    retriever: str
+    case: str
+    strategy: str
+    relation: str
+    severity: str
+    status: str
+    examples: int
+    retriever_calls: int
+    reason: str | None = None
+    rate: tuple[int, int] | None = None
+    violation: dict[str, Any] | None = attrs.field(default=None, eq=False)
+    base_metrics: dict[str, float | None] | None = attrs.field(default=None, eq=False, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON row of this result."""
+        return {
+            "retriever": self.retriever,
+            "case": self.case,
+            "strategy": self.strategy,
+            "relation": self.relation,
+            "severity": self.severity,
+            "status": self.status,
+            "examples": self.examples,
+            "retriever_calls": self.retriever_calls,
+            "reason": self.reason,
+            "rate": None if self.rate is None else {"held": self.rate[0], "tested": self.rate[1]},
+            "violation": self.violation,
+        }
+
+
+class _Violation(Exception):
+    """Raised inside the Hypothesis test so it shrinks the perturbation; carries the evidence."""
+
+    def __init__(self, relation: Relation, perturbation: Any, probe: Probe, verdict: Verdict) -> None:
+        super().__init__(f"{relation.name}: {verdict.detail}")
+        self.relation = relation
+        self.perturbation = perturbation
+        self.probe = probe
+        self.verdict = verdict
+
+
+@attrs.define
+class _Tally:
+    tested: int = 0
+    held: int = 0
+    last_reason: str | None = None
+    first_failure: _Violation | None = None
+    calls_to_first_failure: int = 0
+
+
+def _metric_values(observation: Observation) -> dict[str, float | None]:
+    from ..metrics import evaluate
+
+    k = observation.world.params.k
+    names = [f"P@{k}", f"R@{k}", f"GroupR@{k}", f"nDCG@{k}", f"Unauthorized@{k}", f"Stale@{k}"]
+    try:
+        return dict(evaluate(observation.ranking, observation.world.case, names, corpus=observation.world.corpus))
+    except RagmorphError:
+        return {}
+
+
+def observation_dict(observation: Observation) -> dict[str, Any]:
+    """The `base`/`follow_up` block of a violation: params, ranking with text snippets, metric values."""
+    corpus = observation.world.corpus
+    ranking = []
+    for hit in observation.ranking.hits:
+        chunk = corpus.get(hit.id)
+        text = hit.text if hit.text is not None else (chunk.text if chunk is not None else None)
+        ranking.append({"id": hit.id, "score": hit.score, "text": None if text is None else text[:_TEXT_SNIPPET]})
+    return {
+        "params": {"k": observation.world.params.k, "filters": observation.world.params.filters.to_dict()},
+        "query": observation.world.case.query,
+        "ranking": ranking,
+        "metrics": _metric_values(observation),
+    }
+
+
+def _judge(relations: Sequence[Relation], perturbation: Any, probe: Probe) -> list[tuple[Relation, Verdict]]:
+    return [(r, r.check(probe.base, probe.follow)) for r in relations if relation_applies(r, perturbation)]
+
+
+def _search(
+    session: Session,
+    world: World,
+    strategy: Any,
+    relations: Sequence[Relation],
+    targets: set[str],
+    tallies: dict[str, _Tally],
+    seen: set[str],
+    unit: Unit,
+    state: dict[str, Any],
+) -> _Violation | None:
+    """One Hypothesis run; raises inside the test for the first failing target relation so Hypothesis shrinks it."""
+    shrinking = {"on": False}
+
+    def test(perturbation: Any) -> None:
+        if state.get("error") is not None:
+            return
+        try:
+            probe = session.probe(world, perturbation)
+        except AdapterError as error:
+            state["error"] = error
+            return
+        key = repr(perturbation)
+        fresh = not shrinking["on"] and key not in seen
+        if fresh:
+            seen.add(key)
+        if isinstance(probe, str):
+            for relation in relations:
+                if relation_applies(relation, perturbation) and fresh:
+                    tallies[relation.name].last_reason = probe
+            return
+        for relation, verdict in _judge(relations, perturbation, probe):
+            tally = tallies[relation.name]
+            if fresh:
+                if verdict.applicable:
+                    tally.tested += 1
+                    tally.held += bool(verdict.holds)
+                else:
+                    tally.last_reason = verdict.detail
+            if verdict.applicable and not verdict.holds and relation.name in targets:
+                violation = _Violation(relation, perturbation, probe, verdict)
+                if not shrinking["on"]:
+                    shrinking["on"] = True
+                    tally.first_failure = violation
+                    tally.calls_to_first_failure = session.calls
+                raise violation
+
+    run = given(strategy)(test)
+    run = settings(
+        max_examples=unit.settings.max_examples,
+        database=None,
+        deadline=None,
+        derandomize=unit.settings.derandomize,
+        suppress_health_check=list(HealthCheck),
+        phases=(Phase.explicit, Phase.generate, Phase.shrink),
+        report_multiple_bugs=False,
+        print_blob=False,
+        verbosity=Verbosity.quiet,
+    )(run)
+    if not unit.settings.derandomize:
+        run = hypothesis_seed(unit.seed)(run)
+    try:
+        run()
+    except _Violation as violation:
+        return violation
+    except Flaky:
+        # The retriever answered differently when Hypothesis replayed an example (state or randomness);
+        # the first failure observed is still a real observation.
+        first = [t.first_failure for t in tallies.values() if t.first_failure is not None]
+        return first[-1] if first else None
+    return None
+
+
+def _still_fails(session_for: Any, world: World, perturbation: Any, relation: Relation) -> Probe | None:
+    try:
+        probe = session_for(world.corpus).probe(world, perturbation)
+    except RagmorphError:
+        return None
+    if isinstance(probe, str):
+        return None
+    verdict = relation.check(probe.base, probe.follow)
+    return probe if verdict.applicable and not verdict.holds else None
+
+
+def _minimise(
+    unit: Unit, cache: CallCache, resolved: Any, world: World, violation: _Violation
+) -> tuple[World, Probe, bool, int]:
+    """Shrink the corpus to the chunks the violation still needs; returns (world, probe, one_minimal, calls)."""
+    calls = {"n": 0}
+    sessions: list[Session] = []
+
+    def session_for(corpus: Corpus) -> Session:
+        session = Session(unit.retriever, corpus, cache=cache, timeout=unit.settings.timeout, resolved=resolved)
+        sessions.append(session)
+        return session
+
+    perturbation, relation = violation.perturbation, violation.relation
+    pinned = set(perturbation.referenced_ids()) | {i for i in world.case.gold_ids if i in world.corpus}
+    budget = {"left": _MINIMISE_BUDGET}
+    best = (world, violation.probe)
+
+    def attempt(keep: set[str]) -> bool:
+        nonlocal best
+        if budget["left"] <= 0:
+            return False
+        budget["left"] -= 1
+        candidate = attrs.evolve(world, corpus=world.corpus.restricted(keep | pinned))
+        probe = _still_fails(session_for, candidate, perturbation, relation)
+        if probe is not None:
+            best = (candidate, probe)
+        return probe is not None
+
+    rest = [i for i in world.corpus.ids if i not in pinned]
+    shown = {h.id for h in violation.probe.base.ranking.hits} | {h.id for h in violation.probe.follow.ranking.hits}
+    current = rest
+    if attempt(set()):
+        current = []
+    elif attempt({i for i in rest if i in shown}):
+        current = [i for i in rest if i in shown]
+    # Delta debugging over the remaining chunks: drop ever smaller blocks while the violation persists.
+    block = max(1, len(current) // 2)
+    while current and block >= 1 and budget["left"] > 0:
+        start, changed = 0, False
+        while start < len(current) and budget["left"] > 0:
+            trial = current[:start] + current[start + block :]
+            if attempt(set(trial)):
+                current, changed = trial, True
+            else:
+                start += block
+        if block == 1 and not changed:
+            break
+        block = max(1, block // 2) if not changed or block > 1 else 1
+    # 1-minimality post-pass: removing any one remaining chunk must make the violation go away.
+    one_minimal = True
+    for chunk_id in list(current):
+        if budget["left"] <= 0:
+            one_minimal = False
+            break
+        if attempt(set(current) - {chunk_id}):
+            current.remove(chunk_id)
+    if budget["left"] <= 0:
+        one_minimal = False
+    final_world, final_probe = best
+    if set(final_world.corpus.ids) != set(current) | pinned:
+        final_world = attrs.evolve(world, corpus=world.corpus.restricted(set(current) | pinned))
+        probe = _still_fails(session_for, final_world, perturbation, relation)
+        if probe is None:
+            final_world, final_probe, one_minimal = best[0], best[1], False
+        else:
+            final_probe = probe
+    calls["n"] = sum(s.calls for s in sessions)
+    return final_world, final_probe, one_minimal, calls["n"]
+
+
+def _safe_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)[:60]
+
+
+def _violation_record(
+    unit: Unit,
+    violation: _Violation,
+    world: World,
+    probe: Probe,
+    one_minimal: bool | None,
+    calls_first: int,
+    calls_shrinking: int,
+) -> dict[str, Any]:
+    from ._replay import write_replay
+
+    verdict = violation.relation.check(probe.base, probe.follow)
+    perturbation = violation.perturbation
+    record: dict[str, Any] = {
+        "relation": violation.relation.name,
+        "case": unit.case.id,
+        "query": unit.case.query,
+        "perturbation": {"type": type(perturbation).__name__, "repr": repr(perturbation), "fields": perturbation.to_dict()["fields"]},
+        "detail": verdict.detail or violation.verdict.detail,
+        "base": observation_dict(probe.base),
+        "follow_up": observation_dict(probe.follow),
+        "minimal_corpus": [c.to_dict() for c in world.corpus],
+        "one_minimal": one_minimal,
+        "calls_to_first_failure": calls_first,
+        "calls_shrinking": calls_shrinking,
+        "replay": None,
+    }
+    if unit.settings.replay_dir is not None:
+        folder = Path(unit.settings.replay_dir)
+        name = "-".join(_safe_name(p) for p in (unit.retriever.name, unit.case.id, violation.relation.name)) + ".json"
+        record["replay"] = str(write_replay(folder / name, unit=unit, world=world, perturbation=perturbation, relation=violation.relation, detail=record["detail"]))
+    return record
+
+
+def _base_metrics(session: Session, unit: Unit) -> dict[str, float | None] | None:
+    from ..metrics import evaluate, standard_metrics
+
+    world = start_world(unit.corpus, unit.case, unit.settings.ks)
+    try:
+        ranking = session.observe_base(world)
+    except AdapterError:
+        return None
+    return dict(evaluate(ranking, unit.case, standard_metrics(unit.settings.ks), corpus=unit.corpus))
+
+
+def execute(unit: Unit, cache: CallCache | None = None) -> tuple[Result, ...]:
+    """Run one unit: one Result per relation of its family (pass, fail, error or not_applicable)."""
+    cache = cache if cache is not None else CallCache()
+    family = FAMILIES[unit.strategy]
+    relations = family.relations
+
+    def rows(status: str, reason: str | None, examples: int = 0, calls: int = 0, metrics: Any = None) -> tuple[Result, ...]:
+        return tuple(
+            Result(unit.retriever.name, unit.case.id, unit.strategy, r.name, r.severity.value, status, examples, calls, reason, base_metrics=metrics)
+            for r in relations
+        )
+
+    try:
+        resolved = unit.retriever.resolve()
+        session = Session(unit.retriever, unit.corpus, cache=cache, timeout=unit.settings.timeout, resolved=resolved)
+    except RagmorphError as error:
+        return rows("error", str(error))
+    world = start_world(unit.corpus, unit.case, unit.settings.ks)
+    base_metrics = _base_metrics(session, unit)
+    reason = family.applicable(world)
+    if reason is None and family.edits_corpus:
+        reason = session.corpus_edit_reason()
+    if reason is not None:
+        return rows("not_applicable", reason, calls=session.calls, metrics=base_metrics)
+    tallies = {r.name: _Tally() for r in relations}
+    missing = {r.name: sorted(set(r.requires) - session.traits) for r in relations}
+    active = [r for r in relations if not missing[r.name]]
+    strategy = family.draw(world, ks=unit.settings.ks, delta=session.supports_delta and session.has_factory or session.supports_delta)
+    targets = {r.name for r in active if r.severity is Severity.HARD}
+    seen: set[str] = set()
+    state: dict[str, Any] = {"error": None}
+    found: dict[str, dict[str, Any]] = {}
+    while targets and state["error"] is None:
+        violation = _search(session, world, strategy, active, targets, tallies, seen, unit, state)
+        if violation is None or state["error"] is not None:
+            break
+        name = violation.relation.name
+        targets.discard(name)
+        calls_first = tallies[name].calls_to_first_failure or session.calls
+        minimal_world, probe, one_minimal, minimise_calls = world, violation.probe, None, 0
+        if unit.settings.minimise and (session.has_factory or violation.probe.base.world.corpus is world.corpus):
+            if session.has_factory:
+                minimal_world, probe, one_minimal, minimise_calls = _minimise(unit, cache, resolved, world, violation)
+        shrinking = session.calls - calls_first + minimise_calls
+        found[name] = _violation_record(unit, violation, minimal_world, probe, one_minimal, calls_first, shrinking)
+        session.calls += minimise_calls
+    if not targets and not found and state["error"] is None:
+        # Only soft relations: one search to measure their rates.
+        _search(session, world, strategy, active, set(), tallies, seen, unit, state)
+    results = []
+    for relation in relations:
+        tally = tallies[relation.name]
+        common = dict(
+            retriever=unit.retriever.name,
+            case=unit.case.id,
+            strategy=unit.strategy,
+            relation=relation.name,
+            severity=relation.severity.value,
+            examples=len(seen),
+            retriever_calls=session.calls,
+            base_metrics=base_metrics,
+        )
+        rate = (tally.held, tally.tested) if tally.tested else None
+        if state["error"] is not None:
+            results.append(Result(status="error", reason=str(state["error"]), rate=rate, **common))
+        elif missing[relation.name]:
+            why = (
+                f"assumes a retriever with trait(s) {missing[relation.name]}; declare them with a `ragmorph_traits` "
+                "attribute or check(..., traits={name: [...]}) when they hold"
+            )
+            results.append(Result(status="not_applicable", reason=why, **common))
+        elif relation.name in found:
+            results.append(Result(status="fail", reason=found[relation.name]["detail"], rate=rate, violation=found[relation.name], **common))
+        elif tally.tested == 0:
+            why = tally.last_reason or "no drawn perturbation could test this relation"
+            results.append(Result(status="not_applicable", reason=why, **common))
+        else:
+            results.append(Result(status="pass", reason=None, rate=rate, **common))
+    return tuple(results)

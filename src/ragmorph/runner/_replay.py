@@ -1,0 +1,122 @@
+"""Replay files ("ragmorph.replay/1"): a minimal violating world that `replay()` re-runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from ..errors import InputError, RagmorphError
+from ..model import Case, Chunk, Corpus, Filters, Params, World
+from ..relations import Relation
+from ..strategies import perturbation_from_dict, relation
+from ._session import CallCache, RetrieverSpec, Session
+
+__all__ = ["REPLAY_SCHEMA", "ReplayOutcome", "replay", "write_replay"]
+
+REPLAY_SCHEMA = "ragmorph.replay/1"
+
+
+def _world_dict(world: World) -> dict[str, Any]:
+    return {
+        "corpus": [c.to_dict() for c in world.corpus],
+        "case": world.case.to_dict(),
+        "params": {"k": world.params.k, "filters": world.params.filters.to_dict()},
+    }
+
+
+def _world_from(data: dict[str, Any], path: Path) -> World:
+    try:
+        corpus = Corpus(Chunk(**c) for c in data["corpus"])
+        case = Case(**data["case"])
+        params = Params(data["params"]["k"], Filters(**data["params"]["filters"]))
+    except (KeyError, TypeError) as error:
+        raise InputError(f"expected a world with corpus, case and params, got {error!r}", file=str(path)) from error
+    return World(corpus, case, params)
+
+
+def write_replay(path: Path, *, unit: Any, world: World, perturbation: Any, relation: Relation, detail: str) -> Path:
+    """Write the replay file of a violation found in `unit` (minimal `world`) and return its path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    after = perturbation.apply(world)
+    data = {
+        "schema": REPLAY_SCHEMA,
+        "retriever": {"name": unit.retriever.name, "spec": unit.retriever.import_string, "traits": list(unit.retriever.traits)},
+        "relation": relation.name,
+        "severity": relation.severity.value,
+        "strategy": unit.strategy,
+        "seed": unit.seed,
+        "settings": unit.settings.to_dict(),
+        "perturbation": {**perturbation.to_dict(), "repr": repr(perturbation)},
+        "world": _world_dict(world),
+        "world_before": _world_dict(perturbation.base(world)),
+        "world_after": _world_dict(after),
+        "expected": {"verdict": "broken", "detail": detail},
+    }
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    return path
+
+
+@attrs.frozen
+class ReplayOutcome:
+    """What re-running a replay file showed: `reproduced` while the bug is still there."""
+
+    reproduced: bool
+    relation: str
+    detail: str
+    applicable: bool = True
+    error: str | None = None
+    base_ids: tuple[str, ...] = ()
+    follow_ids: tuple[str, ...] = ()
+
+    @property
+    def exit_code(self) -> int:
+        """CLI exit code of `ragmorph replay`: 1 while the violation reproduces, 3 on a retriever error, else 0."""
+        if self.error is not None:
+            return 3
+        return 1 if self.reproduced else 0
+
+
+def replay(path: str | Path, retriever: Any = None) -> ReplayOutcome:
+    """Re-run the minimal world of a replay file on `retriever` (default: the import string stored in the file)."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise InputError(f"expected a readable JSON replay file, got {type(error).__name__}: {error}", file=str(path)) from error
+    if not isinstance(data, dict) or data.get("schema") != REPLAY_SCHEMA:
+        got = data.get("schema") if isinstance(data, dict) else type(data).__name__
+        raise InputError(f"expected schema {REPLAY_SCHEMA!r}, got {got!r}", file=str(path), field="schema")
+    stored = data.get("retriever") or {}
+    if retriever is None:
+        if not stored.get("spec"):
+            raise InputError(
+                "expected a retriever import string in the replay file (the run used an in-process object); pass "
+                "the retriever to replay(path, retriever=...)",
+                file=str(path),
+                field="retriever.spec",
+            )
+        retriever = stored["spec"]
+    spec = RetrieverSpec.of(retriever, stored.get("name"), traits=stored.get("traits", ()))
+    judged = relation(data["relation"])
+    perturbation = perturbation_from_dict(data["perturbation"])
+    world = _world_from(data["world"], path)
+    timeout = (data.get("settings") or {}).get("timeout")
+    try:
+        session = Session(spec, world.corpus, cache=CallCache(), timeout=timeout)
+        probe = session.probe(world, perturbation)
+    except RagmorphError as error:
+        return ReplayOutcome(False, judged.name, str(error), error=str(error))
+    if isinstance(probe, str):
+        return ReplayOutcome(False, judged.name, probe, applicable=False)
+    verdict = judged.check(probe.base, probe.follow)
+    return ReplayOutcome(
+        reproduced=verdict.applicable and not verdict.holds,
+        relation=judged.name,
+        detail=verdict.detail,
+        applicable=verdict.applicable,
+        base_ids=probe.base.ranking.ids,
+        follow_ids=probe.follow.ranking.ids,
+    )

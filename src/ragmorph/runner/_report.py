@@ -1,0 +1,122 @@
+"""CheckReport: results of any number of units (from any processes) folded into the "ragmorph.report/1" dict."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import attrs
+
+from ..model import Case, Corpus
+from ._engine import Result, Settings
+from ._session import RetrieverSpec
+
+__all__ = ["REPORT_SCHEMA", "CheckReport", "EXIT_ERRORS", "EXIT_OK", "EXIT_VIOLATIONS"]
+
+REPORT_SCHEMA = "ragmorph.report/1"
+EXIT_OK, EXIT_VIOLATIONS, EXIT_ERRORS = 0, 1, 3
+
+
+def _cases_fingerprint(cases: Sequence[Case]) -> str:
+    import hashlib
+    import json
+
+    digest = hashlib.sha256()
+    for case in cases:
+        digest.update(json.dumps(case.to_dict(), sort_keys=True, ensure_ascii=True).encode())
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+@attrs.frozen
+class CheckReport:
+    """The outcome of a run: results, base-world metrics per retriever, manifest; `to_dict()` is the JSON report."""
+
+    results: tuple[Result, ...]
+    manifest: dict[str, Any] = attrs.field(eq=False)
+    metrics: dict[str, dict[str, Any]] = attrs.field(eq=False)
+
+    @classmethod
+    def from_results(
+        cls,
+        results: Iterable[Result],
+        *,
+        corpus: Corpus,
+        cases: Sequence[Case],
+        retrievers: Sequence[RetrieverSpec],
+        strategies: Sequence[str],
+        seed: int,
+        settings: Settings,
+        descriptions: dict[str, dict[str, str]] | None = None,
+        created: str | None = None,
+    ) -> CheckReport:
+        """Build a report from results computed anywhere (order-independent: rows are sorted canonically)."""
+        from .. import __version__
+        from ..metrics import aggregate
+
+        order = {name: i for i, name in enumerate(strategies)}
+        case_order = {case.id: i for i, case in enumerate(cases)}
+        rows = tuple(
+            sorted(results, key=lambda r: (r.retriever, case_order.get(r.case, 0), order.get(r.strategy, 0), r.relation))
+        )
+        metrics: dict[str, dict[str, Any]] = {}
+        for spec in retrievers:
+            per_query: dict[str, dict[str, float | None]] = {}
+            for row in rows:
+                if row.retriever == spec.name and row.base_metrics is not None and row.case not in per_query:
+                    per_query[row.case] = row.base_metrics
+            metrics[spec.name] = aggregate(per_query).to_dict()["metrics"] if per_query else {}
+        descriptions = descriptions or {}
+        manifest = {
+            "ragmorph_version": __version__,
+            "created": created or _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "corpus": {"fingerprint": corpus.fingerprint, "chunks": len(corpus)},
+            "cases": {"fingerprint": _cases_fingerprint(cases), "count": len(cases)},
+            "retrievers": [
+                {
+                    "name": spec.name,
+                    "description": descriptions.get(spec.name, {}).get("description", spec.import_string or spec.name),
+                    "kind": descriptions.get(spec.name, {}).get("kind", "factory"),
+                }
+                for spec in retrievers
+            ],
+            "strategies": list(strategies),
+            "seed": seed,
+            "settings": settings.to_dict(),
+        }
+        return cls(results=rows, manifest=manifest, metrics=metrics)
+
+    @property
+    def summary(self) -> dict[str, int]:
+        """Counts per status, hard failures, soft relations that broke at least once, and the exit code."""
+        counts = {status: 0 for status in ("pass", "fail", "error", "not_applicable")}
+        for row in self.results:
+            counts[row.status] += 1
+        hard = sum(1 for r in self.results if r.status == "fail" and r.severity == "hard")
+        soft = sum(1 for r in self.results if r.severity == "soft" and r.rate is not None and r.rate[0] < r.rate[1])
+        return {**counts, "hard_failures": hard, "soft_breaks": soft, "exit_code": self.exit_code}
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every hard relation holds, 1 on any hard violation, 3 when retriever errors prevented a verdict."""
+        if any(r.status == "fail" and r.severity == "hard" for r in self.results):
+            return EXIT_VIOLATIONS
+        if any(r.status == "error" for r in self.results):
+            return EXIT_ERRORS
+        return EXIT_OK
+
+    @property
+    def violations(self) -> tuple[Result, ...]:
+        """The failed results (each with its violation record)."""
+        return tuple(r for r in self.results if r.status == "fail")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON report, schema "ragmorph.report/1"."""
+        return {
+            "schema": REPORT_SCHEMA,
+            "manifest": self.manifest,
+            "results": [r.to_dict() for r in self.results],
+            "metrics": self.metrics,
+            "summary": self.summary,
+        }

@@ -1,0 +1,283 @@
+"""Retriever specs, the call cache and one probe: base and follow-up observation of a perturbation.
+
+The stages stay pure and separate: a perturbation turns a world into a world (ragmorph.strategies), this
+module only obtains rankings (through GuardedRetriever, the adapters' one door), and relations judge them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from ..adapters import GuardedRetriever, applied_delta, describe_capabilities, display_name, is_factory, load_retriever
+from ..errors import UsageError
+from ..model import Chunk, Corpus, Params, Ranking, World
+from ..relations import Observation
+from ..strategies import default_filters
+from ..strategies._core import RANKING, REPEAT
+
+__all__ = ["CallCache", "Probe", "RetrieverSpec", "Session", "derive_seed"]
+
+
+def derive_seed(*parts: object) -> int:
+    """A 32-bit seed derived from `parts` that is the same on every machine and process."""
+    text = "\x1f".join(str(p) for p in parts)
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=4).digest(), "little")
+
+
+@attrs.frozen
+class RetrieverSpec:
+    """How a unit obtains its retriever: an import string (picklable anywhere) or the object/factory itself."""
+
+    name: str
+    target: Any = attrs.field(eq=False, repr=False)
+    traits: tuple[str, ...] = ()
+
+    @property
+    def import_string(self) -> str | None:
+        """The `package.module:attr` string when the spec was given as one."""
+        return self.target if isinstance(self.target, str) else None
+
+    def resolve(self) -> Any:
+        """The retriever object or factory this spec names."""
+        return load_retriever(self.target) if isinstance(self.target, str) else self.target
+
+    def all_traits(self, resolved: Any) -> frozenset[str]:
+        """Declared traits: the spec's plus a `ragmorph_traits` attribute on the retriever or factory."""
+        declared = getattr(resolved, "ragmorph_traits", ()) or ()
+        if isinstance(declared, str):
+            declared = (declared,)
+        return frozenset(self.traits) | frozenset(declared)
+
+    @classmethod
+    def of(cls, target: Any, name: str | None = None, traits: Sequence[str] = ()) -> RetrieverSpec:
+        """A spec for `target` (import string, factory or retriever), named `name` or by its display name."""
+        if isinstance(target, RetrieverSpec):
+            return target
+        return cls(name=name or (target if isinstance(target, str) else display_name(target)), target=target, traits=tuple(traits))
+
+
+class CallCache:
+    """Rankings (or the error raised) by retriever, index state, query, k and filters, shared within a run."""
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[Any, ...], Ranking | BaseException] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get_or_call(self, key: tuple[Any, ...], call: Callable[[], Ranking]) -> Ranking:
+        """The cached ranking for `key`, else `call()` (errors are cached too so a broken call is not retried)."""
+        if key in self._entries:
+            self.hits += 1
+            found = self._entries[key]
+        else:
+            self.misses += 1
+            try:
+                found = call()
+            except Exception as error:
+                found = error
+            self._entries[key] = found
+        if isinstance(found, BaseException):
+            raise found
+        return found
+
+
+@attrs.frozen
+class Probe:
+    """The two observations of one perturbation and the world they were drawn for."""
+
+    base: Observation
+    follow: Observation
+
+
+class Session:
+    """One retriever over one base corpus: a lazily built base instance, fresh follow-up indexes, call counting."""
+
+    def __init__(
+        self,
+        spec: RetrieverSpec,
+        corpus: Corpus,
+        *,
+        cache: CallCache,
+        timeout: float | None = None,
+        resolved: Any = None,
+    ) -> None:
+        self.spec = spec
+        self.corpus = corpus
+        self.cache = cache
+        self.timeout = timeout
+        self.target = resolved if resolved is not None else spec.resolve()
+        self.has_factory = is_factory(self.target)
+        self.capabilities = describe_capabilities(self.target)
+        self.traits = spec.all_traits(self.target)
+        self._base: GuardedRetriever | None = None
+        self.calls = 0
+        self.builds = 0
+
+    # Index state identity, part of every cache key: what the index holds and how it got there.
+    def _key(self, state: tuple[Any, ...], query: str, params: Params) -> tuple[Any, ...]:
+        return (self.spec.name, state, query, params.k, params.filters)
+
+    def _guard(self, retriever: Any, corpus: Corpus) -> GuardedRetriever:
+        return GuardedRetriever(retriever, corpus=corpus, timeout=self.timeout, name=self.spec.name)
+
+    def _build(self, corpus: Corpus) -> GuardedRetriever:
+        from ..errors import RagmorphError, RetrieverFailed
+
+        self.builds += 1
+        try:
+            built = self.target(corpus)
+        except RagmorphError:
+            raise
+        except Exception as error:
+            raise RetrieverFailed(
+                f"factory {self.spec.name} raised {type(error).__name__} building an index of {len(corpus)} chunks: {error}"
+            ) from error
+        return self._guard(built, corpus)
+
+    @property
+    def base_instance(self) -> GuardedRetriever:
+        """The retriever over the base corpus (built on first need, so fully cached units build nothing)."""
+        if self._base is None:
+            self._base = self._build(self.corpus) if self.has_factory else self._guard(self.target, self.corpus)
+            if self.has_factory:
+                self.capabilities = describe_capabilities(self.target, built=self._base.retriever)
+        return self._base
+
+    @property
+    def supports_delta(self) -> bool:
+        """Whether corpus edits can be applied as add/remove deltas on the base instance."""
+        return bool(self.capabilities.supports_delta)
+
+    def _call(self, guard: GuardedRetriever, query: str, params: Params, corpus: Corpus) -> Ranking:
+        before = guard.calls
+        try:
+            return guard.retrieve(query, params, corpus=corpus)
+        finally:
+            self.calls += guard.calls - before
+
+    def observe_base(self, world: World) -> Ranking:
+        """The base ranking of `world` (whose corpus is the session's corpus), from the cache when possible."""
+        key = self._key(("base", self.corpus.fingerprint), world.case.query, world.params)
+        return self.cache.get_or_call(key, lambda: self._call(self.base_instance, world.case.query, world.params, self.corpus))
+
+    def corpus_edit_reason(self) -> str | None:
+        """None when this retriever can be run on an edited corpus, else why not."""
+        return self.capabilities.why_not("corpus")
+
+    def observe_follow(self, world: World) -> Ranking | None:
+        """The follow-up ranking of `world`; None when its corpus edit cannot be applied to this retriever."""
+        query, params = world.case.query, world.params
+        if world.corpus is self.corpus or world.corpus.ids == self.corpus.ids and world.corpus == self.corpus:
+            return self.observe_base(world)
+        delta = _as_delta(self.corpus, world.corpus)
+        state = _corpus_state(self.corpus, world.corpus)
+        if delta is not None and self.supports_delta:
+            add, remove = delta
+            key = self._key(("applied",) + state, query, params)
+
+            def edited() -> Ranking:
+                guard = self.base_instance
+                with applied_delta(guard.retriever, add=add, remove=remove, corpus=self.corpus):
+                    return self._call(guard, query, params, world.corpus)
+
+            return self.cache.get_or_call(key, edited)
+        if not self.has_factory:
+            return None
+        key = self._key(("built",) + state, query, params)
+        return self.cache.get_or_call(key, lambda: self._call(self._build(world.corpus), query, params, world.corpus))
+
+    def repeat(self, world: World, between: Sequence[Params], delta: tuple[Sequence[Chunk], Sequence[str]]) -> Ranking | None:
+        """Ask `world` again on the base instance after the calls `between` and an undone `delta` (never cached)."""
+        guard = self.base_instance
+        add, remove = delta
+        if add or remove:
+            if not self.supports_delta:
+                return None
+            edited = self.corpus.without(remove).with_chunks(add)
+            with applied_delta(guard.retriever, add=add, remove=remove, corpus=self.corpus):
+                self._call(guard, world.case.query, world.params, edited)
+        for params in between:
+            self._call(guard, world.case.query, params, self.corpus)
+        return self._call(guard, world.case.query, world.params, self.corpus)
+
+    def probe(self, world: World, perturbation: Any) -> Probe | str:
+        """Observe base and follow-up of `perturbation` on `world`; a string says why it cannot be observed."""
+        base_world = perturbation.base(world)
+        base = Observation(base_world, self.observe_base(base_world))
+        mode = getattr(perturbation, "mode", "world")
+        if mode == RANKING:
+            follow_ranking: Ranking | None = perturbation.derive_ranking(base.ranking)
+            follow_world = base_world
+        elif mode == REPEAT:
+            follow_world = base_world
+            follow_ranking = self.repeat(base_world, perturbation.interleave(world), perturbation.round_trip(world))
+            if follow_ranking is None:
+                return "the retriever has no add/remove to apply and undo a delta"
+        else:
+            follow_world = perturbation.apply(world)
+            follow_ranking = self.observe_follow(follow_world)
+            if follow_ranking is None:
+                return self.corpus_edit_reason() or (
+                    "this corpus edit (a reordering) needs a factory to build a fresh index; deltas cannot express it"
+                )
+        return Probe(base, Observation(follow_world, follow_ranking))
+
+
+def _as_delta(before: Corpus, after: Corpus) -> tuple[tuple[Chunk, ...], tuple[str, ...]] | None:
+    """(added chunks, removed ids) turning `before` into `after`, or None when order or content changed otherwise."""
+    removed = tuple(i for i in before.ids if i not in after)
+    added = tuple(c for c in after.chunks if c.id not in before)
+    gone = set(removed)
+    kept = [c for c in before.chunks if c.id not in gone]
+    remaining = [c for c in after.chunks if c.id in before]
+    if len(kept) != len(remaining):
+        return None
+    for old, new in zip(kept, remaining):
+        # Perturbations reuse the Chunk objects they keep, so identity settles almost every comparison.
+        if old is not new and old != new:
+            return None
+    return added, removed
+
+
+def _corpus_state(base: Corpus, after: Corpus) -> tuple[Any, ...]:
+    """A cheap identity of `after` relative to `base` for cache keys (no full fingerprint of big corpora)."""
+    delta = _as_delta(base, after)
+    if delta is not None:
+        return ("delta", base.fingerprint, delta[0], delta[1])
+    if len(after) == len(base) and all(after.get(c.id) is c for c in base.chunks):
+        return ("order", base.fingerprint, after.ids)
+    return ("corpus", after.fingerprint)
+
+
+def start_world(corpus: Corpus, case: Any, ks: Sequence[int]) -> World:
+    """The world a unit draws perturbations for: the case at the largest k with its default filters."""
+    return World(corpus, case, Params(max(ks), default_filters(case)))
+
+
+def spec_mapping(retrievers: Any, traits: Mapping[str, Sequence[str]] | None = None) -> tuple[RetrieverSpec, ...]:
+    """Normalise check()'s `retrievers` argument into named specs."""
+    traits = traits or {}
+    if isinstance(retrievers, Mapping):
+        items = list(retrievers.items())
+    elif isinstance(retrievers, (list, tuple)):
+        items = [(None, r) for r in retrievers]
+    else:
+        items = [(None, retrievers)]
+    specs = []
+    for name, target in items:
+        spec = RetrieverSpec.of(target, name)
+        spec = attrs.evolve(spec, traits=tuple(sorted(set(spec.traits) | set(traits.get(spec.name, ())))))
+        specs.append(spec)
+    names = [s.name for s in specs]
+    if len(set(names)) != len(names):
+        raise UsageError(f"expected distinct retriever names, got {names}; pass a mapping name -> retriever")
+    if not specs:
+        raise UsageError("expected at least one retriever, got none")
+    return tuple(specs)

@@ -1,0 +1,248 @@
+"""Shared machinery of the strategy families: the family record, base perturbation, vocabularies, helpers.
+
+Private: `ragmorph.strategies` re-exports what users need.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+import attrs
+from faker import Faker
+from hypothesis import register_random
+from hypothesis import strategies as st
+
+from ragmorph.errors import UsageError
+from ragmorph.model import Case, Chunk, Corpus, Filters, Hit, Params, Ranking, World
+from ragmorph.relations import Observation, Relation, Verdict
+
+__all__ = [
+    "Family",
+    "PerturbationBase",
+    "Vocabulary",
+    "default_filters",
+    "fresh_id",
+    "gold_ranks",
+    "ks_strategy",
+    "query_tokens",
+    "shares_word",
+    "vocabulary",
+]
+
+# How the runner obtains the follow-up ranking of a perturbation.
+WORLD = "world"  # run the retriever on `apply(world)` (a fresh index or a delta when the corpus changes)
+RANKING = "ranking"  # no retriever call: the follow-up ranking is derived from the base ranking
+REPEAT = "repeat"  # repeat the base call on the same instance after other calls (bypassing the call cache)
+
+
+class PerturbationBase:
+    """Defaults every perturbation shares; subclasses are frozen attrs classes with a `k` field."""
+
+    family: ClassVar[str] = ""
+    mode: ClassVar[str] = WORLD
+    k: int
+
+    def base(self, world: World) -> World:
+        """The base world this perturbation is compared against: `world` at this perturbation's k."""
+        return attrs.evolve(world, params=attrs.evolve(world.params, k=self.k))
+
+    def apply(self, world: World) -> World:
+        """The follow-up world (pure; subclasses override)."""
+        return self.base(world)
+
+    def referenced_ids(self) -> tuple[str, ...]:
+        """Chunk ids of the base corpus this perturbation names (kept when the corpus is minimised)."""
+        return ()
+
+    def derive_ranking(self, base: Ranking) -> Ranking:
+        """For `mode == RANKING`: the follow-up ranking built from the base ranking."""
+        return base
+
+    def interleave(self, world: World) -> tuple[Params, ...]:
+        """For `mode == REPEAT`: the calls made on the same instance between the first and the repeated call."""
+        return ()
+
+    def round_trip(self, world: World) -> tuple[tuple[Chunk, ...], tuple[str, ...]]:
+        """For `mode == REPEAT`: chunks to add and ids to remove (then revert) before repeating the call."""
+        return (), ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form: the type name and the fields (chunks as their native dicts)."""
+        return {"type": type(self).__name__, "fields": {k: _encode(v) for k, v in attrs.asdict(self, recurse=False).items()}}
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, Chunk):
+        return {"__chunk__": value.to_dict()}
+    if isinstance(value, Params):
+        return {"__params__": {"k": value.k, "filters": value.filters.to_dict()}}
+    if isinstance(value, (tuple, list)):
+        return [_encode(v) for v in value]
+    return value
+
+
+def decode_value(value: Any) -> Any:
+    """Inverse of the JSON encoding used by `PerturbationBase.to_dict` (lists come back as tuples)."""
+    if isinstance(value, dict) and "__chunk__" in value:
+        return Chunk(**value["__chunk__"])
+    if isinstance(value, dict) and "__params__" in value:
+        raw = value["__params__"]
+        return Params(raw["k"], Filters(**raw["filters"]))
+    if isinstance(value, list):
+        return tuple(decode_value(v) for v in value)
+    return value
+
+
+@attrs.frozen
+class Family:
+    """One strategy family: how it draws perturbations for a world and the relations it checks."""
+
+    name: str
+    summary: str
+    relations: tuple[Relation, ...]
+    draw: Callable[..., st.SearchStrategy[Any]] = attrs.field(repr=False)
+    applicable: Callable[[World], str | None] = attrs.field(repr=False)
+    edits_corpus: bool = False
+    needs_delta: bool = False
+
+    def perturbations(self, world: World, *, ks: Sequence[int]) -> st.SearchStrategy[Any]:
+        """The Hypothesis strategy of this family's perturbations for `world` (see `applicable` first)."""
+        reason = self.applicable(world)
+        if reason is not None:
+            raise UsageError(f"expected a world the {self.name!r} family applies to, got one where {reason}")
+        return self.draw(world, ks=tuple(sorted(set(ks))))
+
+
+def ks_strategy(ks: Sequence[int]) -> st.SearchStrategy[int]:
+    """Cutoffs drawn from `ks`; shrinks toward the smallest."""
+    return st.sampled_from(tuple(sorted(set(ks))))
+
+
+def default_filters(case: Case) -> Filters:
+    """The filters a case is asked with: its tenant's visibility when it has a tenant, none otherwise."""
+    return Filters(tenant=case.tenant) if case.tenant is not None else Filters()
+
+
+def fresh_id(corpus: Corpus, stem: str, taken: set[str] | None = None) -> str:
+    """An id starting with `stem` that no chunk of `corpus` (nor `taken`) uses."""
+    taken = taken or set()
+    candidate, number = stem, 1
+    while candidate in corpus or candidate in taken:
+        number += 1
+        candidate = f"{stem}.{number}"
+    return candidate
+
+
+def gold_ranks(ranking: Ranking, case: Case) -> dict[str, int]:
+    """Gold chunk id -> 0-based rank in `ranking` (first occurrence)."""
+    gold = set(case.gold_ids)
+    ranks: dict[str, int] = {}
+    for rank, hit in enumerate(ranking.hits):
+        if hit.id in gold and hit.id not in ranks:
+            ranks[hit.id] = rank
+    return ranks
+
+
+def query_tokens(text: str) -> tuple[str, ...]:
+    """Casefolded word tokens, the way a word-level lexical retriever sees text."""
+    import re
+
+    return tuple(re.findall(r"\w+", text.casefold()))
+
+
+# Words sharing this many leading characters count as the same word: a stemmer maps "policies" and "policy"
+# to one term, and stems are at least this long; shorter words must match whole.
+_STEM_PREFIX = 4
+
+
+def shares_word(word: str, tokens: Sequence[str]) -> bool:
+    """True when `word` could match one of `tokens` under casefolding, word splitting or suffix stemming."""
+    for part in query_tokens(word):
+        for token in tokens:
+            prefix = min(_STEM_PREFIX, len(part), len(token))
+            if part == token or (prefix >= _STEM_PREFIX and part[:prefix] == token[:prefix]):
+                return True
+            # A short whole word must not hide inside a longer one either ("rat" in "ratione").
+            if min(len(part), len(token)) < _STEM_PREFIX and (part.startswith(token) or token.startswith(part)):
+                return True
+    return False
+
+
+@attrs.frozen
+class Vocabulary:
+    """Seeded word lists built once with Faker; Hypothesis picks from them so shrinking moves to early entries."""
+
+    filler: tuple[str, ...]
+    regions: tuple[str, ...]
+    products: tuple[str, ...]
+    dates: tuple[_dt.date, ...]
+    boilerplate: tuple[str, ...]
+
+    def filler_for(self, query: str) -> tuple[str, ...]:
+        """Filler words that share no word (nor stem) with `query`: text made of them is unrelated by construction."""
+        tokens = query_tokens(query)
+        return tuple(word for word in self.filler if not shares_word(word, tokens))
+
+
+_SEED = 20260901
+
+
+@functools.lru_cache(maxsize=1)
+def vocabulary() -> Vocabulary:
+    """The one seeded vocabulary (built on first use, identical in every process)."""
+    latin = Faker("la")
+    latin.seed_instance(_SEED)
+    english = Faker("en_US")
+    english.seed_instance(_SEED)
+    # Faker keeps its own Random; register it so Hypothesis controls it should anything draw from it later.
+    register_random(latin.random)
+    register_random(english.random)
+    _KEEP.extend([latin, english])
+    # Latin lorem words: real-looking text that no English question is about. Sorted shortest first so that
+    # shrinking (toward index 0) reaches short words.
+    filler = tuple(sorted(set(latin.get_words_list()), key=lambda w: (len(w), w)))
+    regions = tuple(dict.fromkeys(english.state() for _ in range(60)))
+    products = tuple(dict.fromkeys(f"{english.word().title()} {english.word().title()}" for _ in range(60)))
+    dates = tuple(sorted({english.date_between(_dt.date(2019, 1, 1), _dt.date(2030, 12, 31)) for _ in range(60)}))
+    boilerplate = tuple(" ".join(latin.words(40)) for _ in range(8))
+    return Vocabulary(filler=filler, regions=regions, products=products, dates=dates, boilerplate=boilerplate)
+
+
+_KEEP: list[Faker] = []  # register_random holds weak references only
+
+
+def observed_hits(observation: Observation, k: int | None = None) -> tuple[Hit, ...]:
+    """The hits of an observation cut to `k` (default: its own k)."""
+    cut = observation.world.params.k if k is None else k
+    return observation.ranking.hits[:cut]
+
+
+def check_never(
+    ids: set[str], follow: Observation, what: str
+) -> Verdict:
+    """Verdict that none of `ids` appears in the follow-up ranking."""
+    for rank, hit in enumerate(follow.ranking.hits, start=1):
+        if hit.id in ids:
+            return Verdict.broken(f"{what} {hit.id!r} returned at rank {rank}")
+    return Verdict.ok(f"no {what} returned")
+
+
+def perturbation_label(perturbation: Any) -> str:
+    """`TypeName` or `TypeName:kind` (for perturbations with a `kind` or `mode` field) used by `applies_to`."""
+    name = type(perturbation).__name__
+    for field in ("kind", "mode"):
+        value = getattr(perturbation, field, None)
+        if isinstance(value, str) and field in attrs.fields_dict(type(perturbation)):
+            return f"{name}:{value}"
+    return name
+
+
+def relation_applies(relation: Relation, perturbation: Any) -> bool:
+    """True when `relation` judges perturbations like `perturbation` (by type name, or `type:kind`)."""
+    if not relation.applies_to:
+        return True
+    label = perturbation_label(perturbation)
+    return label in relation.applies_to or label.split(":")[0] in relation.applies_to

@@ -1,0 +1,151 @@
+"""Removal family: a removed chunk is gone for good; removing evidence can only lower recall (softly)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+import attrs
+from hypothesis import strategies as st
+
+from ragmorph.model import World
+from ragmorph.relations import Direction, Observation, Relation, Severity, Verdict
+
+from ._core import Family, PerturbationBase, check_never, ks_strategy
+
+__all__ = ["FAMILY", "RELATIONS", "RemoveChunks", "removals"]
+
+
+@attrs.frozen
+class RemoveChunks(PerturbationBase):
+    """Remove the chunks `ids` from the corpus (`group` names the evidence group they support, if any)."""
+
+    family: ClassVar[str] = "removal"
+    k: int
+    ids: tuple[str, ...]
+    group: int | None = None
+
+    def apply(self, world: World) -> World:
+        """The world without `ids`."""
+        return attrs.evolve(world, corpus=world.corpus.without(self.ids), params=attrs.evolve(world.params, k=self.k))
+
+    def referenced_ids(self) -> tuple[str, ...]:
+        """The removed ids."""
+        return self.ids
+
+
+def removals(world: World, *, ks: Sequence[int], **_: object) -> st.SearchStrategy[RemoveChunks]:
+    """Draw the removal of every supporting chunk of one evidence group, or of a few other chunks.
+
+    Shrinks toward the first group at the smallest k; other removals shrink toward fewer, earlier chunks.
+    """
+    choices = []
+    groups = [
+        (number, tuple(m for m in group if m in world.corpus)) for number, group in enumerate(world.case.evidence)
+    ]
+    groups = [(n, ids) for n, ids in groups if ids]
+    if groups:
+        choices.append(
+            st.builds(lambda k, g: RemoveChunks(k=k, ids=g[1], group=g[0]), ks_strategy(ks), st.sampled_from(groups))
+        )
+    gold = set(world.case.gold_ids)
+    others = [c.id for c in world.corpus if c.id not in gold]
+    if others:
+        picked = st.lists(st.sampled_from(others), min_size=1, max_size=min(3, len(others)), unique=True)
+        choices.append(st.builds(lambda k, ids: RemoveChunks(k=k, ids=tuple(ids)), ks_strategy(ks), picked))
+    return st.one_of(choices)
+
+
+def _removed(base: Observation, follow: Observation) -> set[str]:
+    return set(base.world.corpus.ids) - set(follow.world.corpus.ids)
+
+
+def _never_returned(base: Observation, follow: Observation) -> Verdict:
+    removed = _removed(base, follow)
+    if not removed:
+        return Verdict.not_applicable("nothing was removed")
+    return check_never(removed, follow, "removed chunk")
+
+
+def _group_uncovered(base: Observation, follow: Observation) -> Verdict:
+    removed = _removed(base, follow)
+    emptied = [
+        number
+        for number, group in enumerate(base.world.case.evidence)
+        if any(m in base.world.corpus for m in group) and all(m in removed or m not in base.world.corpus for m in group)
+    ]
+    if not emptied:
+        return Verdict.not_applicable("no evidence group lost all of its supporting chunks")
+    returned = {h.id for h in follow.ranking.hits}
+    for number in emptied:
+        covering = sorted(returned & set(base.world.case.evidence[number]))
+        if covering:
+            return Verdict.broken(f"evidence group {number} is still covered by removed chunk(s) {covering}", 0, 1)
+    return Verdict.ok(f"evidence group(s) {emptied} no longer covered", 0, 0)
+
+
+def _coverage(observation: Observation) -> tuple[float, float]:
+    case = observation.world.case
+    returned = {h.id for h in observation.ranking.hits[: observation.world.params.k]}
+    recall = len(returned & set(case.gold_ids)) / len(case.gold_ids)
+    groups = sum(1 for group in case.evidence if returned & set(group)) / len(case.evidence)
+    return recall, groups
+
+
+def _recall_non_increasing(base: Observation, follow: Observation) -> Verdict:
+    removed = _removed(base, follow)
+    if not base.world.case.gold_ids or not removed or not removed <= set(base.world.case.gold_ids):
+        return Verdict.not_applicable("only judged when gold chunks (and nothing else) are removed")
+    (r0, g0), (r1, g1) = _coverage(base), _coverage(follow)
+    if r1 > r0 or g1 > g0:
+        return Verdict.broken(f"recall rose after removing gold: R {r0:.3g} -> {r1:.3g}, GroupR {g0:.3g} -> {g1:.3g}", r0, r1)
+    return Verdict.ok(f"R {r0:.3g} -> {r1:.3g}, GroupR {g0:.3g} -> {g1:.3g}", r0, r1)
+
+
+RELATIONS = (
+    Relation(
+        name="removal.removed_never_returned",
+        family="removal",
+        summary="a removed chunk id is never returned",
+        target="ranking@k",
+        direction=Direction.NEVER,
+        severity=Severity.HARD,
+        check=_never_returned,
+        assumptions=("the index is rebuilt or updated with remove(ids) before the follow-up call",),
+    ),
+    Relation(
+        name="removal.group_uncovered",
+        family="removal",
+        summary="after removing the sole supporting chunks of an evidence group, that group is not covered",
+        target="GroupR@k",
+        direction=Direction.ZERO,
+        severity=Severity.HARD,
+        check=_group_uncovered,
+    ),
+    Relation(
+        name="removal.recall_non_increasing",
+        family="removal",
+        summary="removing gold chunks does not raise R@k or GroupR@k",
+        target="R@k",
+        direction=Direction.NON_INCREASING,
+        severity=Severity.SOFT,
+        check=_recall_non_increasing,
+        assumptions=("soft: removal shifts corpus statistics (BM25 idf, average length) and may reorder the rest",),
+    ),
+)
+
+
+def _applicable(world: World) -> str | None:
+    if len(world.corpus) == 0:
+        return "the corpus is empty"
+    return None
+
+
+FAMILY = Family(
+    name="removal",
+    summary="remove the supporting chunks of an evidence group, or other chunks",
+    relations=RELATIONS,
+    draw=removals,
+    applicable=_applicable,
+    edits_corpus=True,
+)

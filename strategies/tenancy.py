@@ -1,0 +1,175 @@
+"""Tenancy family: a tenant filter hides exactly the other tenants' chunks and changes nothing else."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+import attrs
+from hypothesis import strategies as st
+
+from ragmorph.model import Filters, World
+from ragmorph.relations import Direction, Observation, Relation, Severity, Verdict, compare_up_to_ties
+
+from ._core import Family, PerturbationBase, ks_strategy
+
+__all__ = ["FAMILY", "RELATIONS", "ApplyTenantFilter", "AskAsOtherTenant", "tenant_changes"]
+
+# The unfiltered base is fetched this many times deeper than k (at least _MIN_DEPTH) so that the filtered
+# top k can usually be checked in full against the visible part of the unfiltered ranking.
+_DEPTH_FACTOR = 3
+_MIN_DEPTH = 30
+
+
+@attrs.frozen
+class ApplyTenantFilter(PerturbationBase):
+    """Compare an unfiltered ranking fetched `depth` deep with the ranking under the case's tenant filter."""
+
+    family: ClassVar[str] = "tenancy"
+    k: int
+    depth: int
+
+    def base(self, world: World) -> World:
+        """The unfiltered world, asked `depth` deep."""
+        return attrs.evolve(world, params=attrs.evolve(world.params, k=self.depth, filters=Filters()))
+
+    def apply(self, world: World) -> World:
+        """The same query under the case's tenant filter, at k."""
+        return attrs.evolve(world, params=attrs.evolve(world.params, k=self.k, filters=Filters(tenant=world.case.tenant)))
+
+
+@attrs.frozen
+class AskAsOtherTenant(PerturbationBase):
+    """Ask the case's query as `tenant` (with that tenant's filter) instead of the case's own tenant."""
+
+    family: ClassVar[str] = "tenancy"
+    k: int
+    tenant: str
+
+    def apply(self, world: World) -> World:
+        """The world with the case asked by `tenant`."""
+        case = attrs.evolve(world.case, tenant=self.tenant)
+        return attrs.evolve(world, case=case, params=attrs.evolve(world.params, k=self.k, filters=Filters(tenant=self.tenant)))
+
+
+def tenant_changes(world: World, *, ks: Sequence[int], **_: object) -> st.SearchStrategy[PerturbationBase]:
+    """Draw a tenant filter check or a change of asking tenant; shrinks toward the filter check at the smallest k."""
+    depth = min(len(world.corpus), max(_DEPTH_FACTOR * max(ks), _MIN_DEPTH))
+    filtered = st.builds(lambda k: ApplyTenantFilter(k=k, depth=max(depth, k)), ks_strategy(ks))
+    others = sorted({c.tenant for c in world.corpus if c.tenant is not None and c.tenant != world.case.tenant})
+    # A tenant nobody has is always available: it must see the shared chunks only.
+    candidates = [*others, _unused_tenant(world)]
+    other = st.builds(lambda k, t: AskAsOtherTenant(k=k, tenant=t), ks_strategy(ks), st.sampled_from(candidates))
+    return st.one_of(filtered, other)
+
+
+def _unused_tenant(world: World) -> str:
+    tenants = {c.tenant for c in world.corpus}
+    name = "outsider"
+    while name in tenants or name == world.case.tenant:
+        name += "_"
+    return name
+
+
+def _chunk_tenant(observation: Observation, chunk_id: str) -> str | None:
+    chunk = observation.world.corpus.get(chunk_id)
+    return None if chunk is None else chunk.tenant
+
+
+def _unauthorized_zero(base: Observation, follow: Observation) -> Verdict:
+    if not isinstance(follow.world.params.filters.tenant, str):
+        return Verdict.not_applicable("the follow-up call has no tenant filter")
+    tenant = follow.world.params.filters.tenant
+    for rank, hit in enumerate(follow.ranking.hits, start=1):
+        owner = _chunk_tenant(follow, hit.id)
+        if owner is not None and owner != tenant:
+            return Verdict.broken(f"chunk {hit.id!r} of tenant {owner!r} returned at rank {rank} to tenant {tenant!r}", 0, 1)
+    return Verdict.ok(f"only chunks visible to {tenant!r} returned", 0, 0)
+
+
+def _filtered_equals_visible(base: Observation, follow: Observation) -> Verdict:
+    if base.world.params.filters.tenant is not None or follow.world.params.filters.tenant is None:
+        return Verdict.not_applicable("only judged for an unfiltered base and a tenant-filtered follow-up")
+    tenant = follow.world.params.filters.tenant
+    k = follow.world.params.k
+    visible = [h for h in base.ranking.hits if base.world.corpus[h.id].visible_to(tenant)]
+    exhausted = len(base.ranking.hits) < base.world.params.k
+    if exhausted and len(visible) <= k:
+        # The unfiltered ranking listed every chunk it would ever return, so the filtered one is fully known.
+        verdict = compare_up_to_ties(visible, follow.ranking.hits, open_end=False, scores_comparable=False)
+    else:
+        shown = min(k, len(visible))
+        if len(follow.ranking.hits) < shown:
+            return Verdict.broken(
+                f"the filtered ranking has {len(follow.ranking.hits)} hits, but the unfiltered ranking already "
+                f"shows {shown} chunks visible to {tenant!r}: {[h.id for h in visible[:shown]]}"
+            )
+        verdict = compare_up_to_ties(visible[:shown], follow.ranking.hits[:shown], scores_comparable=False)
+    if not verdict.holds:
+        return Verdict.broken(f"filtered ranking is not the visible part of the unfiltered ranking: {verdict.detail}")
+    return verdict
+
+
+def _no_cross_tenant(base: Observation, follow: Observation) -> Verdict:
+    first, second = base.world.case.tenant, follow.world.case.tenant
+    if first is None or first == second:
+        return Verdict.not_applicable("only judged when a case of one tenant is asked as another")
+    for rank, hit in enumerate(follow.ranking.hits, start=1):
+        if _chunk_tenant(follow, hit.id) == first:
+            return Verdict.broken(f"chunk {hit.id!r} private to {first!r} returned at rank {rank} to {second!r}")
+    return Verdict.ok(f"no chunk private to {first!r} returned to {second!r}")
+
+
+RELATIONS = (
+    Relation(
+        name="tenancy.unauthorized_zero",
+        family="tenancy",
+        summary="under the case's tenant filter, Unauthorized@k is zero",
+        target="Unauthorized@k",
+        direction=Direction.ZERO,
+        severity=Severity.HARD,
+        check=_unauthorized_zero,
+        applies_to=("ApplyTenantFilter",),
+        assumptions=("a chunk with tenant None is shared and visible to every tenant",),
+    ),
+    Relation(
+        name="tenancy.filtered_equals_visible",
+        family="tenancy",
+        summary="the filtered ranking equals the unfiltered ranking's visible chunks in order, cut to k (up to ties)",
+        target="ranking@k",
+        direction=Direction.INVARIANT_UP_TO_TIES,
+        severity=Severity.HARD,
+        check=_filtered_equals_visible,
+        applies_to=("ApplyTenantFilter",),
+        assumptions=(
+            "the filter selects from one scored list (pre- or post-filtering one index); a separate index per "
+            "tenant with its own term statistics may order chunks differently",
+            "only the prefix the unfiltered top `depth` fixes is compared; beyond it, chunks tied at the cut pass",
+        ),
+    ),
+    Relation(
+        name="tenancy.no_cross_tenant",
+        family="tenancy",
+        summary="asked as another tenant, no chunk private to the case's tenant is returned",
+        target="Unauthorized@k",
+        direction=Direction.NEVER,
+        severity=Severity.HARD,
+        check=_no_cross_tenant,
+        applies_to=("AskAsOtherTenant",),
+    ),
+)
+
+
+def _applicable(world: World) -> str | None:
+    if world.case.tenant is None:
+        return "the case has no tenant context (tenant is null)"
+    return None
+
+
+FAMILY = Family(
+    name="tenancy",
+    summary="apply the case's tenant filter, or ask as another tenant",
+    relations=RELATIONS,
+    draw=tenant_changes,
+    applicable=_applicable,
+)
