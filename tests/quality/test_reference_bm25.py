@@ -46,9 +46,9 @@ def test_scores_match_hand_arithmetic() -> None:
     assert [hit.id for hit in retriever.retrieve("Leave September", k=5)] == ["b", "a"]
 
 
-def test_repeated_query_terms_count_once() -> None:
+def test_repeated_query_terms_count_again() -> None:
     retriever = ReferenceBM25(Corpus([Chunk("a", "leave policy"), Chunk("b", "september")]))
-    assert retriever.scores("leave LEAVE") == retriever.scores("leave")
+    assert retriever.scores("leave LEAVE")[0] == pytest.approx(2 * retriever.scores("leave")[0], abs=1e-12)
 
 
 def test_ties_are_broken_by_corpus_position() -> None:
@@ -65,7 +65,7 @@ def test_tokens_are_casefolded_word_runs() -> None:
 @settings(max_examples=40, deadline=None)
 @given(
     corpus=text_corpora(),
-    query=st.lists(st.sampled_from(WORDS + ("absent",)), min_size=1, max_size=4, unique_by=str.casefold).map(" ".join),
+    query=queries,
 )
 def test_scores_equal_bm25s_lucene(corpus: Corpus, query: str) -> None:
     bm25s = pytest.importorskip("bm25s")

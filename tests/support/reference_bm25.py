@@ -6,7 +6,7 @@ currently held, with plain Python loops, so there is no index that could drift f
 Formula (the same as `ragmorph.adapters.BM25Retriever` and bm25s' "lucene" method: Lucene 8's Okapi BM25)::
 
     idf(t)      = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
-    score(q, d) = sum over the distinct query tokens t of
+    score(q, d) = sum over the query tokens t (a token repeated m times counts m times) of
                   idf(t) * tf(t, d) / (tf(t, d) + k1 * (1 - b + b * len(d) / avgdl))
 
 (classic Okapi also multiplies each term by the constant k1 + 1, which changes no ranking; Lucene dropped it)
@@ -80,7 +80,7 @@ class ReferenceBM25:
         for chunk, length in zip(self.chunks, lengths):
             tokens = self.tokens_of(chunk)
             score = 0.0
-            for term in idfs:
+            for term in query_terms:
                 frequency = tokens.count(term)
                 if frequency == 0:
                     continue
