@@ -109,7 +109,7 @@ class LlamaIndexRetriever:
         """The retriever's top k nodes for `query` as hits, honouring `filters` by post-filtering."""
         keep = filter_predicate(filters, self.corpus)
         pairs = fetch_filtered(
-            lambda n: [(self._chunk_id(s, query), s) for s in self._nodes(query, n)],
+            lambda n: [(self._chunk_id(s, query), s) for s in self.nodes(query, n)],
             k=k,
             keep=None if keep is None else (lambda pair: keep(pair[0], pair[1].node.metadata or {})),
         )
@@ -154,11 +154,11 @@ class LlamaIndexBM25Retriever:
         self.id_key = check_id_key(id_key)
         self._library = BM25Retriever
         self._options = {"language": language, "skip_stemming": skip_stemming, "token_pattern": token_pattern}
-        self._nodes = []
+        self.nodes: list[Any] = []  # the TextNodes indexed, one per chunk in corpus order
         for chunk in corpus:
             metadata = chunk_metadata(chunk, id_key=id_key)
             hidden = list(metadata)
-            self._nodes.append(
+            self.nodes.append(
                 TextNode(
                     id_=chunk.id,
                     text=chunk.text,
@@ -179,16 +179,16 @@ class LlamaIndexBM25Retriever:
         return len(self._builds)
 
     def _build(self, filters: Filters | None) -> LlamaIndexRetriever | None:
-        if not self._nodes:
+        if not self.nodes:
             return None
         native = None if filters is None else _native_filters(filters)
         try:
-            library = self._library(nodes=self._nodes, similarity_top_k=1, filters=native, **self._options)
+            library = self._library(nodes=self.nodes, similarity_top_k=1, filters=native, **self._options)
         except ValueError as error:
             if "filtered out" in str(error):
                 return None  # the library refuses a filter that admits no node; nothing can be returned
             raise
-        return LlamaIndexRetriever(library, id_key=self.id_key, corpus=self.corpus, max_k=len(self._nodes))
+        return LlamaIndexRetriever(library, id_key=self.id_key, corpus=self.corpus, max_k=len(self.nodes))
 
     def _for(self, filters: Filters | None) -> LlamaIndexRetriever | None:
         key = None if filters is None or filters.is_empty else filters

@@ -1,0 +1,128 @@
+"""LlamaIndex adapters over the real llama-index-core and llama-index-retrievers-bm25."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from llama_index.core import VectorStoreIndex
+from llama_index.core.embeddings import BaseEmbedding
+from llama_index.core.schema import MetadataMode, TextNode
+from llama_index.core.vector_stores.types import FilterOperator, MetadataFilter, MetadataFilters
+from llama_index.retrievers.bm25 import BM25Retriever
+
+from ragmorph.adapters import HashingEmbedder, validate_hits
+from ragmorph.adapters.llamaindex import LlamaIndexBM25Retriever, LlamaIndexRetriever, llamaindex_bm25_factory
+from ragmorph.errors import InvalidResponse, UsageError
+from ragmorph.model import Chunk, Corpus, Filters
+from support.integration_checks import tenant_corpus
+
+pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+
+
+class HashingEmbedding(BaseEmbedding):
+    """LlamaIndex's embedding interface over ragmorph's deterministic HashingEmbedder (no model download)."""
+
+    def _vector(self, text: str) -> list[float]:
+        return HashingEmbedder(dim=64).embed([text])[0].tolist()
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return self._vector(query)
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self._vector(query)
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._vector(text)
+
+
+def _vector_retriever(corpus: Corpus, *, top_k: int = 2) -> Any:
+    nodes = [TextNode(id_=c.id, text=c.text, metadata={"id": c.id, "tenant": c.tenant or ""}) for c in corpus]
+    return VectorStoreIndex(nodes, embed_model=HashingEmbedding()).as_retriever(similarity_top_k=top_k)
+
+
+def test_indexed_text_is_the_chunk_text_without_metadata_lines() -> None:
+    corpus = tenant_corpus()
+    adapter = llamaindex_bm25_factory(corpus)
+    for node, chunk in zip(adapter.nodes, corpus):
+        assert node.get_content(metadata_mode=MetadataMode.EMBED) == chunk.text
+    # "acme" and "hr" occur only in metadata (tenant, source): had metadata been indexed, they would score.
+    assert all(hit.score == 0 for hit in adapter.retrieve("acme hr", k=len(corpus)))
+
+
+def test_the_library_alone_leaks_filtered_out_nodes_with_score_zero() -> None:
+    """Why the adapter post-filters: llama-index-retrievers-bm25 only zeroes excluded nodes' scores."""
+    corpus = tenant_corpus()
+    adapter = llamaindex_bm25_factory(corpus)
+    only_acme = MetadataFilters(filters=[MetadataFilter(key="tenant", value=["acme", ""], operator=FilterOperator.IN)])
+    library = BM25Retriever(nodes=adapter.nodes, similarity_top_k=len(corpus), filters=only_acme)
+    returned = [corpus[n.node.metadata["id"]] for n in library.retrieve("parental leave")]
+    assert any(chunk.tenant == "globex" for chunk in returned), "library fixed: the docstring needs updating"
+    hits = adapter.retrieve("parental leave", k=len(corpus), filters=Filters(tenant="acme"))
+    assert hits and all(corpus[h.id].visible_to("acme") for h in hits)
+
+
+def test_one_build_per_distinct_filter_set_is_cached() -> None:
+    adapter = llamaindex_bm25_factory(tenant_corpus())
+    for _ in range(3):
+        adapter.retrieve("leave", k=2)
+        adapter.retrieve("leave", k=5, filters=Filters(tenant="acme"))
+        adapter.retrieve("leave", k=1, filters=Filters())  # no-op filters share the unfiltered build
+    assert adapter.builds == 2
+
+
+def test_scores_are_bm25s_scores_best_first() -> None:
+    corpus = tenant_corpus()
+    hits = validate_hits(llamaindex_bm25_factory(corpus).retrieve("password reset", k=4), k=4, query="q", corpus=corpus)
+    assert hits[0].id in {"it-1#0", "it-1#1"} and hits[0].score > 0
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_a_filter_admitting_nothing_gives_no_hits() -> None:
+    adapter = llamaindex_bm25_factory(Corpus([Chunk("a", "alpha", tenant="acme"), Chunk("b", "beta", tenant="acme")]))
+    assert adapter.retrieve("alpha", k=3, filters=Filters(tenant="globex")) == ()
+    assert adapter.retrieve("alpha", k=3, filters=Filters(metadata={"lang": "fr"})) == ()
+
+
+def test_empty_corpus_gives_no_hits() -> None:
+    assert LlamaIndexBM25Retriever(Corpus([])).retrieve("anything", k=4) == ()
+
+
+def test_options_reach_the_library() -> None:
+    corpus = Corpus([Chunk("a", "running fast"), Chunk("b", "the runner"), Chunk("c", "slow walk")])
+    stemmed = llamaindex_bm25_factory(corpus).retrieve("run", k=3)
+    exact = llamaindex_bm25_factory(corpus, skip_stemming=True).retrieve("run", k=3)
+    assert stemmed[0].score > 0 and stemmed[0].id == "a"  # "running" stems to "run"
+    assert all(h.score == 0 for h in exact)
+
+
+def test_generic_wrapper_sets_similarity_top_k_on_a_copy() -> None:
+    corpus = tenant_corpus()
+    library = _vector_retriever(corpus, top_k=2)
+    adapter = LlamaIndexRetriever(library, corpus=corpus)
+    hits = validate_hits(adapter.retrieve("parental leave", k=5), k=5, query="q", corpus=corpus)
+    assert len(hits) == 5 and all(isinstance(h.score, float) for h in hits)
+    assert library.similarity_top_k == 2
+    filtered = adapter.retrieve("parental leave", k=len(corpus), filters=Filters(tenant="globex"))
+    assert filtered and all(corpus[h.id].visible_to("globex") for h in filtered)
+
+
+def test_generic_wrapper_filters_by_node_metadata_without_a_corpus() -> None:
+    corpus = tenant_corpus()
+    adapter = LlamaIndexRetriever(_vector_retriever(corpus))
+    hits = adapter.retrieve("leave policy", k=len(corpus), filters=Filters(tenant="acme"))
+    assert {h.id for h in hits} == {c.id for c in corpus if c.visible_to("acme")}
+
+
+def test_nodes_without_ids_fall_back_to_node_id_and_bad_ids_are_invalid() -> None:
+    nodes = [TextNode(id_="n1", text="alpha"), TextNode(id_="n2", text="beta")]
+    library = BM25Retriever(nodes=nodes, similarity_top_k=1)
+    assert LlamaIndexRetriever(library).retrieve("alpha", k=1)[0].id == "n1"
+    broken = BM25Retriever(nodes=[TextNode(id_="n1", text="alpha", metadata={"id": 7})], similarity_top_k=1)
+    with pytest.raises(InvalidResponse, match=r"metadata\['id'\]"):
+        LlamaIndexRetriever(broken).retrieve("alpha", k=1)
+
+
+def test_only_base_retrievers_are_accepted() -> None:
+    with pytest.raises(UsageError, match="BaseRetriever"):
+        LlamaIndexRetriever(tenant_corpus())
