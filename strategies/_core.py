@@ -246,3 +246,10 @@ def relation_applies(relation: Relation, perturbation: Any) -> bool:
         return True
     label = perturbation_label(perturbation)
     return label in relation.applies_to or label.split(":")[0] in relation.applies_to
+
+
+def chunk_of(base: Observation, follow: Observation, chunk_id: str) -> Chunk | None:
+    """The chunk `chunk_id` as the follow-up corpus holds it, else as the base corpus did (a removed chunk that a
+    buggy index still returns), else None."""
+    found = follow.world.corpus.get(chunk_id)
+    return found if found is not None else base.world.corpus.get(chunk_id)

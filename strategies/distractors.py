@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from ragmorph.model import Chunk, World
 from ragmorph.relations import Direction, Observation, Relation, Severity, Verdict
 
-from ._core import Family, PerturbationBase, fresh_id, ks_strategy, vocabulary
+from ._core import Family, PerturbationBase, chunk_of, fresh_id, ks_strategy, vocabulary
 
 __all__ = ["FAMILY", "KINDS", "RELATIONS", "InjectDistractors", "distractor_injections"]
 
@@ -177,7 +177,8 @@ def _lookalike_unauthorized(base: Observation, follow: Observation) -> Verdict:
     if tenant is None:
         return Verdict.not_applicable("the call has no tenant filter")
     for rank, hit in enumerate(follow.ranking.hits, start=1):
-        owner = follow.world.corpus[hit.id].tenant
+        chunk = chunk_of(base, follow, hit.id)
+        owner = None if chunk is None else chunk.tenant
         if owner is not None and owner != tenant:
             return Verdict.broken(f"look-alike {hit.id!r} of tenant {owner!r} returned at rank {rank} to {tenant!r}", 0, 1)
     return Verdict.ok("no chunk of another tenant returned", 0, 0)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from ragmorph.model import Chunk, World
 from ragmorph.relations import Direction, Observation, Relation, Severity, Verdict
 
-from ._core import Family, PerturbationBase, fresh_id, ks_strategy
+from ._core import Family, PerturbationBase, chunk_of, fresh_id, ks_strategy
 
 __all__ = ["FAMILY", "MODES", "RELATIONS", "Supersede", "supersessions"]
 
@@ -85,9 +85,10 @@ def _stale_zero(base: Observation, follow: Observation) -> Verdict:
         return Verdict.not_applicable("only judged under the current_only filter")
     corpus = follow.world.corpus
     for rank, hit in enumerate(follow.ranking.hits, start=1):
-        if corpus.is_stale(corpus[hit.id]):
+        chunk = chunk_of(base, follow, hit.id)
+        if chunk is not None and corpus.is_stale(chunk):
             return Verdict.broken(
-                f"stale chunk {hit.id!r} (superseded by {corpus[hit.id].superseded_by!r}) returned at rank {rank} "
+                f"stale chunk {hit.id!r} (superseded by {chunk.superseded_by!r}) returned at rank {rank} "
                 "under current_only",
                 0,
                 1,
@@ -107,7 +108,8 @@ def _excludes_superseded(base: Observation, follow: Observation) -> Verdict:
     ]
     note = f"; evidence group(s) {orphaned} now exist only in superseded form" if orphaned else ""
     for rank, hit in enumerate(follow.ranking.hits, start=1):
-        if corpus[hit.id].superseded_by is not None:
+        chunk = chunk_of(base, follow, hit.id)
+        if chunk is not None and chunk.superseded_by is not None:
             return Verdict.broken(f"superseded chunk {hit.id!r} returned at rank {rank} under current_only{note}", 0, 1)
     return Verdict.ok(f"no superseded chunk returned{note}", 0, 0)
 

@@ -92,7 +92,7 @@ def _filtered_equals_visible(base: Observation, follow: Observation) -> Verdict:
         return Verdict.not_applicable("only judged for an unfiltered base and a tenant-filtered follow-up")
     tenant = follow.world.params.filters.tenant
     k = follow.world.params.k
-    visible = [h for h in base.ranking.hits if base.world.corpus[h.id].visible_to(tenant)]
+    visible = [h for h in base.ranking.hits if h.id in base.world.corpus and base.world.corpus[h.id].visible_to(tenant)]
     exhausted = len(base.ranking.hits) < base.world.params.k
     if exhausted and len(visible) <= k:
         # The unfiltered ranking listed every chunk it would ever return, so the filtered one is fully known.

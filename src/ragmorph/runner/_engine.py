@@ -118,7 +118,7 @@ def _metric_values(observation: Observation) -> dict[str, float | None]:
     names = [f"P@{k}", f"R@{k}", f"GroupR@{k}", f"nDCG@{k}", f"Unauthorized@{k}", f"Stale@{k}"]
     try:
         return dict(evaluate(observation.ranking, observation.world.case, names, corpus=observation.world.corpus))
-    except RagmorphError:
+    except (RagmorphError, KeyError):
         return {}
 
 
@@ -173,20 +173,22 @@ def _search(
                 if relation_applies(relation, perturbation) and fresh:
                     tallies[relation.name].last_reason = probe
             return
-        for relation, verdict in _judge(relations, perturbation, probe):
-            tally = tallies[relation.name]
-            if fresh:
+        verdicts = _judge(relations, perturbation, probe)
+        if fresh:
+            for relation, verdict in verdicts:
+                tally = tallies[relation.name]
                 if verdict.applicable:
                     tally.tested += 1
                     tally.held += bool(verdict.holds)
                 else:
                     tally.last_reason = verdict.detail
+        for relation, verdict in verdicts:
             if verdict.applicable and not verdict.holds and relation.name in targets:
                 violation = _Violation(relation, perturbation, probe, verdict)
                 if not shrinking["on"]:
                     shrinking["on"] = True
-                    tally.first_failure = violation
-                    tally.calls_to_first_failure = session.calls
+                    tallies[relation.name].first_failure = violation
+                    tallies[relation.name].calls_to_first_failure = session.calls
                 raise violation
 
     run = given(strategy)(test)

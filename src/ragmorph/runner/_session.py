@@ -185,13 +185,14 @@ class Session:
             def edited() -> Ranking:
                 guard = self.base_instance
                 with applied_delta(guard.retriever, add=add, remove=remove, corpus=self.corpus):
-                    return self._call(guard, query, params, world.corpus)
+                    return self._call(guard, query, params, _known(self.corpus, add))
 
             return self.cache.get_or_call(key, edited)
         if not self.has_factory:
             return None
         key = self._key(("built",) + state, query, params)
-        return self.cache.get_or_call(key, lambda: self._call(self._build(world.corpus), query, params, world.corpus))
+        known = _known(self.corpus, [c for c in world.corpus.chunks if c.id not in self.corpus])
+        return self.cache.get_or_call(key, lambda: self._call(self._build(world.corpus), query, params, known))
 
     def repeat(self, world: World, between: Sequence[Params], delta: tuple[Sequence[Chunk], Sequence[str]]) -> Ranking | None:
         """Ask `world` again on the base instance after the calls `between` and an undone `delta` (never cached)."""
@@ -200,9 +201,8 @@ class Session:
         if add or remove:
             if not self.supports_delta:
                 return None
-            edited = self.corpus.without(remove).with_chunks(add)
             with applied_delta(guard.retriever, add=add, remove=remove, corpus=self.corpus):
-                self._call(guard, world.case.query, world.params, edited)
+                self._call(guard, world.case.query, world.params, _known(self.corpus, add))
         for params in between:
             self._call(guard, world.case.query, params, self.corpus)
         return self._call(guard, world.case.query, world.params, self.corpus)
@@ -244,6 +244,15 @@ def _as_delta(before: Corpus, after: Corpus) -> tuple[tuple[Chunk, ...], tuple[s
         if old is not new and old != new:
             return None
     return added, removed
+
+
+def _known(base: Corpus, added: Sequence[Chunk]) -> Corpus:
+    """The ids a follow-up response may name without being invalid: the base corpus plus what was added.
+
+    A removed id is deliberately *known*: returning it is a relation failure ("removed id never returned")
+    with a shrunk, replayable example, not a malformed response.
+    """
+    return base.with_chunks(added) if added else base
 
 
 def _corpus_state(base: Corpus, after: Corpus) -> tuple[Any, ...]:

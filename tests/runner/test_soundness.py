@@ -1,0 +1,37 @@
+"""Soundness: the whole suite raises no hard failure for correct retrievers on generated worlds and seeds."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ragmorph.adapters import BM25Retriever, DenseRetriever
+from ragmorph.runner import check
+from support.generators import worlds
+from support.reference_bm25 import ReferenceBM25
+
+_NESTED = [h for h in HealthCheck if h.name in {"nested_given", "too_slow", "data_too_large", "filter_too_much"}]
+
+CORRECT = {"bm25": BM25Retriever, "dense": DenseRetriever, "reference_bm25": ReferenceBM25}
+# The lexical trait is what the hard distractor relation presumes; both BM25s have it, the dense one does not.
+TRAITS = {"bm25": ["lexical"], "reference_bm25": ["lexical"]}
+
+
+def _hard_problems(report) -> list[str]:
+    return [
+        f"{r.retriever}/{r.case}/{r.relation}: {r.status}: {r.reason}"
+        + (f" [{r.violation['perturbation']['repr']}]" if r.violation else "")
+        for r in report.results
+        if (r.status == "fail" and r.severity == "hard") or r.status == "error"
+    ]
+
+
+@pytest.mark.slow
+@settings(max_examples=12, deadline=None, database=None, suppress_health_check=_NESTED)
+@given(world=worlds(min_size=1, max_size=8), seed=st.integers(0, 2**16))
+def test_correct_retrievers_never_fail_a_hard_relation(world, seed) -> None:
+    report = check(CORRECT, world.corpus, [world.case], max_examples=6, seed=seed, traits=TRAITS)
+    problems = _hard_problems(report)
+    assert not problems, "\n".join(problems)
+    assert report.exit_code == 0
