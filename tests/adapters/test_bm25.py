@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.adapter_worlds import WORDS, corpora, delta_scripts, filters
+from support.adapter_worlds import WORDS, corpora, filters
 
-from ragmorph.adapters import BM25Retriever, BM25sRetriever, applied_delta
+from ragmorph.adapters import BM25Retriever, BM25sRetriever
 from ragmorph.errors import InputError, UsageError
 from ragmorph.model import Chunk, Corpus, Filters
 
@@ -66,49 +66,6 @@ def test_delta_errors_change_nothing() -> None:
 def test_empty_corpus_and_empty_texts_return_nothing() -> None:
     assert BM25Retriever(Corpus([])).retrieve("leave", k=3) == []
     assert BM25Retriever(Corpus([Chunk("a", ""), Chunk("b", "!!")])).retrieve("leave", k=3) == []
-
-
-@settings(max_examples=40, deadline=None)
-@given(data=st.data(), corpus=corpora(max_size=8))
-def test_deltas_equal_a_fresh_index_bit_for_bit(data: st.DataObject, corpus: Corpus) -> None:
-    retriever = BM25Retriever(corpus)
-    current = corpus
-    queries = data.draw(st.lists(QUERIES, min_size=1, max_size=3))
-    for add, remove in data.draw(delta_scripts(corpus)):
-        retriever.remove(remove)
-        retriever.add(add)
-        current = current.without(remove).with_chunks(add)
-        assert retriever.corpus == current
-        fresh = BM25Retriever(current)
-        for query in queries:
-            for k in (1, 3, 20):
-                assert retriever.retrieve(query, k=k) == fresh.retrieve(query, k=k)
-
-
-@settings(max_examples=40, deadline=None)
-@given(data=st.data(), corpus=corpora(max_size=8))
-def test_applied_delta_restores_the_exact_index(data: st.DataObject, corpus: Corpus) -> None:
-    retriever = BM25Retriever(corpus)
-    query = data.draw(QUERIES)
-    before = retriever.retrieve(query, k=20)
-    (add, remove), *_ = data.draw(delta_scripts(corpus, max_steps=1))
-    with applied_delta(retriever, add=add, remove=remove):
-        edited = corpus.without(remove).with_chunks(add)
-        assert retriever.retrieve(query, k=20) == BM25Retriever(edited).retrieve(query, k=20)
-    assert retriever.corpus == corpus
-    assert retriever.retrieve(query, k=20) == before
-
-
-@settings(max_examples=50, deadline=None)
-@given(corpus=corpora(max_size=10), query=QUERIES, chosen=filters(), k=st.integers(1, 12))
-def test_filters_never_leak_and_apply_before_truncation(
-    corpus: Corpus, query: str, chosen: Filters | None, k: int
-) -> None:
-    retriever = BM25Retriever(corpus)
-    hits = retriever.retrieve(query, k=k, filters=chosen)
-    everything = retriever.retrieve(query, k=len(corpus) + 1)
-    allowed = [h for h in everything if chosen is None or chosen.allows(corpus[h.id])]
-    assert hits == allowed[:k]
 
 
 @pytest.mark.integration

@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from support.adapter_worlds import WORDS, corpora, delta_scripts, filters
 
-from ragmorph.adapters import CachedEmbedder, DenseRetriever, HashingEmbedder, applied_delta, shared_cache
+from ragmorph.adapters import CachedEmbedder, DenseRetriever, HashingEmbedder, shared_cache
 from ragmorph.errors import UsageError
-from ragmorph.model import Chunk, Corpus, Filters
-
-QUERIES = st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join)
+from ragmorph.model import Chunk, Corpus
 
 
 def test_scores_are_cosines_and_every_chunk_ranks() -> None:
@@ -50,45 +45,6 @@ def test_plain_embedders_share_one_cache_per_process() -> None:
     assert first.embedder.embedded == 1
     with pytest.raises(UsageError, match="Embedder"):
         shared_cache(object())  # type: ignore[arg-type]
-
-
-@settings(max_examples=40, deadline=None)
-@given(data=st.data(), corpus=corpora(max_size=8))
-def test_deltas_equal_a_fresh_index_bit_for_bit(data: st.DataObject, corpus: Corpus) -> None:
-    retriever = DenseRetriever(corpus)
-    current = corpus
-    queries = data.draw(st.lists(QUERIES, min_size=1, max_size=3))
-    for add, remove in data.draw(delta_scripts(corpus)):
-        retriever.remove(remove)
-        retriever.add(add)
-        current = current.without(remove).with_chunks(add)
-        fresh = DenseRetriever(current)
-        for query in queries:
-            for k in (1, 4, 30):
-                assert retriever.retrieve(query, k=k) == fresh.retrieve(query, k=k)
-
-
-@settings(max_examples=25, deadline=None)
-@given(data=st.data(), corpus=corpora(max_size=8))
-def test_applied_delta_restores_the_exact_index(data: st.DataObject, corpus: Corpus) -> None:
-    retriever = DenseRetriever(corpus)
-    query = data.draw(QUERIES)
-    before = retriever.retrieve(query, k=30)
-    (add, remove), *_ = data.draw(delta_scripts(corpus, max_steps=1))
-    with applied_delta(retriever, add=add, remove=remove):
-        pass
-    assert retriever.retrieve(query, k=30) == before == DenseRetriever(corpus).retrieve(query, k=30)
-
-
-@settings(max_examples=40, deadline=None)
-@given(corpus=corpora(max_size=10), query=QUERIES, chosen=filters(), k=st.integers(1, 12))
-def test_filters_never_leak_and_apply_before_truncation(
-    corpus: Corpus, query: str, chosen: Filters | None, k: int
-) -> None:
-    retriever = DenseRetriever(corpus)
-    everything = retriever.retrieve(query, k=len(corpus) + 1)
-    allowed = [h for h in everything if chosen is None or chosen.allows(corpus[h.id])]
-    assert retriever.retrieve(query, k=k, filters=chosen) == allowed[:k]
 
 
 def test_large_index_scores_match_a_row_by_row_dot_product() -> None:
