@@ -123,6 +123,9 @@ def test_generated_worlds_never_leak(name: str, world: tuple[Corpus, str, Filter
     corpus, query, filters, k = world
     with BUILDERS[name](corpus) as retriever:
         unfiltered = retriever.retrieve(query, k=len(corpus))
-        assert sorted(h.id for h in unfiltered) == sorted(corpus.ids)
+        if getattr(retriever, "indexable", True):
+            assert sorted(h.id for h in unfiltered) == sorted(corpus.ids)
+        else:  # BM25 libraries cannot index a corpus without a single token: no hits at all
+            assert unfiltered == ()
         filtered = validate_hits(retriever.retrieve(query, k=k, filters=filters), k=k, query=query, corpus=corpus)
         assert_filtered_prefix(filtered, unfiltered, corpus, filters, k)

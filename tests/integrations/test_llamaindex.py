@@ -84,8 +84,13 @@ def test_a_filter_admitting_nothing_gives_no_hits() -> None:
     assert adapter.retrieve("alpha", k=3, filters=Filters(metadata={"lang": "fr"})) == ()
 
 
-def test_empty_corpus_gives_no_hits() -> None:
-    assert LlamaIndexBM25Retriever(Corpus([])).retrieve("anything", k=4) == ()
+@pytest.mark.parametrize(
+    "corpus", [Corpus([]), Corpus([Chunk("a", "0"), Chunk("b", "the of")])], ids=["empty", "no-indexable-token"]
+)
+def test_corpora_bm25s_cannot_index_give_no_hits(corpus: Corpus) -> None:
+    adapter = LlamaIndexBM25Retriever(corpus)
+    assert not adapter.indexable
+    assert adapter.retrieve("the 0", k=4) == () and adapter.retrieve("a", k=1, filters=Filters(tenant="x")) == ()
 
 
 def test_options_reach_the_library() -> None:

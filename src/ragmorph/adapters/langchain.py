@@ -120,6 +120,8 @@ def _has_setting(obj: Any, path: str) -> bool:
 class _EmptyRetriever:
     """Stands in for a library index that cannot be built (no chunk has a single token): returns nothing."""
 
+    indexable = False
+
     def __repr__(self) -> str:
         return "LangChainRetriever(BM25Retriever over a corpus without tokens)"
 

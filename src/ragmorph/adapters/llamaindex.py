@@ -85,7 +85,7 @@ class LlamaIndexRetriever:
     def __repr__(self) -> str:
         return f"LlamaIndexRetriever({type(self.retriever).__name__}, id_key={self.id_key!r}, k_attr={self.k_attr!r})"
 
-    def _nodes(self, query: str, n: int) -> list[Any]:
+    def _scored_nodes(self, query: str, n: int) -> list[Any]:
         if self.max_k is not None:
             n = min(n, self.max_k)
         retriever = self.retriever if self.k_attr is None else with_setting(self.retriever, self.k_attr, n)
@@ -109,7 +109,7 @@ class LlamaIndexRetriever:
         """The retriever's top k nodes for `query` as hits, honouring `filters` by post-filtering."""
         keep = filter_predicate(filters, self.corpus)
         pairs = fetch_filtered(
-            lambda n: [(self._chunk_id(s, query), s) for s in self.nodes(query, n)],
+            lambda n: [(self._chunk_id(s, query), s) for s in self._scored_nodes(query, n)],
             k=k,
             keep=None if keep is None else (lambda pair: keep(pair[0], pair[1].node.metadata or {})),
         )
@@ -134,7 +134,11 @@ def _native_filters(filters: Filters) -> Any:
 
 
 class LlamaIndexBM25Retriever:
-    """llama-index-retrievers-bm25 over a corpus, rebuilt (and cached) per distinct filter set."""
+    """llama-index-retrievers-bm25 over a corpus, rebuilt (and cached) per distinct filter set.
+
+    A corpus without a single indexable token (empty, or only stopwords and one-letter words) cannot be
+    indexed by bm25s; it gets no hits for any query.
+    """
 
     def __init__(
         self,
@@ -146,6 +150,7 @@ class LlamaIndexBM25Retriever:
         token_pattern: str = r"(?u)\b\w\w+\b",
     ) -> None:
         try:
+            import bm25s
             from llama_index.core.schema import TextNode
             from llama_index.retrievers.bm25 import BM25Retriever
         except ImportError as error:
@@ -167,6 +172,12 @@ class LlamaIndexBM25Retriever:
                     excluded_llm_metadata_keys=hidden,
                 )
             )
+        # bm25s cannot index a corpus without a single token (after its stopwords and token pattern).
+        tokens = bm25s.tokenize(
+            [c.text for c in corpus], stopwords=language, token_pattern=token_pattern, return_ids=False,
+            show_progress=False,
+        )
+        self.indexable = any(tokens)
         self._builds: dict[Filters | None, LlamaIndexRetriever | None] = {}
         self._lock = threading.Lock()
 
@@ -179,7 +190,7 @@ class LlamaIndexBM25Retriever:
         return len(self._builds)
 
     def _build(self, filters: Filters | None) -> LlamaIndexRetriever | None:
-        if not self.nodes:
+        if not self.indexable:
             return None
         native = None if filters is None else _native_filters(filters)
         try:
