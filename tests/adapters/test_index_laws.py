@@ -3,6 +3,7 @@ the exact index, and filters never leak and apply before truncation."""
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable
 
 import pytest
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 from support.adapter_worlds import WORDS, corpora, delta_scripts, filters
 
 from ragmorph.adapters import BM25Retriever, DenseRetriever, applied_delta
-from ragmorph.model import Corpus, Filters
+from ragmorph.model import Chunk, Corpus, Filters
 
 QUERIES = st.lists(st.sampled_from(WORDS + ("unseen",)), min_size=1, max_size=4).map(" ".join)
 FACTORIES = pytest.mark.parametrize("factory", [BM25Retriever, DenseRetriever], ids=["bm25", "dense"])
@@ -61,3 +62,15 @@ def test_filters_never_leak_and_apply_before_truncation(
     everything = retriever.retrieve(query, k=len(corpus) + 1)
     allowed = [h for h in everything if chosen is None or chosen.allows(corpus[h.id])]
     assert retriever.retrieve(query, k=k, filters=chosen) == allowed[:k]
+
+
+@FACTORIES
+def test_indexes_survive_pickling_with_their_deltas(factory: Factory) -> None:
+    corpus = Corpus([Chunk("a", "leave policy"), Chunk("b", "tax leave"), Chunk("c", "bonus")])
+    retriever = factory(corpus)
+    retriever.remove(["a"])
+    retriever.add([Chunk("n", "leave leave")])
+    copy = pickle.loads(pickle.dumps(retriever))
+    assert copy.retrieve("leave", k=3) == retriever.retrieve("leave", k=3)
+    copy.add([Chunk("m", "leave")])  # the copy has a working lock and is independent
+    assert "m" not in retriever

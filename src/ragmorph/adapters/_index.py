@@ -104,6 +104,16 @@ class SlotIndex:
         self._tombstoned: list[int] = []
         self._corpus_cache: Corpus | None = corpus
 
+    def __getstate__(self) -> dict[str, object]:
+        # Locks cannot be pickled; runner units may be sent to worker processes.
+        state = dict(self.__dict__)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
+
     # Hooks -------------------------------------------------------------------------------------------
     def _on_add(self, slots: range, chunks: Sequence[Chunk]) -> None:
         """Index freshly appended slots (they are alive)."""

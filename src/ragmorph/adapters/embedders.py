@@ -100,6 +100,15 @@ class CachedEmbedder:
     def __repr__(self) -> str:
         return f"CachedEmbedder({self.inner!r})"
 
+    def __getstate__(self) -> dict[str, object]:
+        state = dict(self.__dict__)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     @property
     def dim(self) -> int:
         """The inner embedder's width."""
