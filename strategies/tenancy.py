@@ -104,7 +104,9 @@ def _filtered_equals_visible(base: Observation, follow: Observation) -> Verdict:
                 f"the filtered ranking has {len(follow.ranking.hits)} hits, but the unfiltered ranking already "
                 f"shows {shown} chunks visible to {tenant!r}: {[h.id for h in visible[:shown]]}"
             )
-        verdict = compare_up_to_ties(visible[:shown], follow.ranking.hits[:shown], scores_comparable=False)
+        verdict = compare_up_to_ties(
+            visible[:shown], follow.ranking.hits[:shown], scores_comparable=False, below=visible[shown:]
+        )
     if not verdict.holds:
         return Verdict.broken(f"filtered ranking is not the visible part of the unfiltered ranking: {verdict.detail}")
     return verdict

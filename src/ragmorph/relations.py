@@ -175,13 +175,15 @@ def compare_up_to_ties(
     *,
     open_end: bool = True,
     scores_comparable: bool = True,
+    below: Sequence[Hit] = (),
 ) -> Verdict:
     """Judge whether `actual` is `expected` up to reordering within score ties.
 
     Tie classes come from the scores of `expected`. Every class must hold the same ids in `actual`, except the
     last one when `open_end` (the cut at k may fall inside a tie, so `actual` may show other members of that
     tie that `expected` cut off): there, an id `expected` does not list is accepted, and when
-    `scores_comparable` its score in `actual` must tie with the boundary score. Not applicable when
+    `scores_comparable` its score in `actual` must tie with the boundary score, and it must not be one of
+    `below` (hits known to rank after `expected`) scored lower than the boundary. Not applicable when
     `expected` carries no finite scores (ties cannot be told apart).
     """
     if any(not hit.has_finite_score for hit in expected):
@@ -191,6 +193,7 @@ def compare_up_to_ties(
             f"expected {len(expected)} hits, got {len(actual)}: {[h.id for h in expected]} vs {[h.id for h in actual]}"
         )
     classes = _tie_classes(expected)
+    lower = {h.id: h.score for h in below if h.has_finite_score}
     for number, (start, end) in enumerate(classes):
         want = {hit.id for hit in expected[start:end]}
         got = [hit for hit in actual[start:end]]
@@ -201,6 +204,11 @@ def compare_up_to_ties(
                 continue
             listed = hit.id in {h.id for h in expected}
             if boundary and not listed:
+                if hit.id in lower and not scores_tied(lower[hit.id], score):  # type: ignore[arg-type]
+                    return Verdict.broken(
+                        f"rank {start + offset + 1}: expected one of {sorted(want)} (score {score:.6g}), got {hit.id!r}, "
+                        f"which ranks lower with score {lower[hit.id]:.6g}"
+                    )
                 if not scores_comparable or (hit.has_finite_score and scores_tied(hit.score, score)):  # type: ignore[arg-type]
                     continue
                 return Verdict.broken(

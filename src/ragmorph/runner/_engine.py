@@ -374,7 +374,7 @@ def execute(unit: Unit, cache: CallCache | None = None) -> tuple[Result, ...]:
     tallies = {r.name: _Tally() for r in relations}
     missing = {r.name: sorted(set(r.requires) - session.traits) for r in relations}
     active = [r for r in relations if not missing[r.name]]
-    strategy = family.draw(world, ks=unit.settings.ks, delta=session.supports_delta and session.has_factory or session.supports_delta)
+    strategy = family.draw(world, ks=unit.settings.ks, delta=session.supports_delta)
     targets = {r.name for r in active if r.severity is Severity.HARD}
     seen: set[str] = set()
     state: dict[str, Any] = {"error": None}

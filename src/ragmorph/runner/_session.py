@@ -152,8 +152,11 @@ class Session:
 
     @property
     def supports_delta(self) -> bool:
-        """Whether corpus edits can be applied as add/remove deltas on the base instance."""
-        return bool(self.capabilities.supports_delta)
+        """Whether corpus edits can be applied as add/remove deltas on the base instance.
+
+        Only on an index the runner built from the factory: a retriever object handed in is never mutated.
+        """
+        return self.has_factory and bool(self.capabilities.supports_delta)
 
     def _call(self, guard: GuardedRetriever, query: str, params: Params, corpus: Corpus) -> Ranking:
         before = guard.calls
@@ -169,7 +172,12 @@ class Session:
 
     def corpus_edit_reason(self) -> str | None:
         """None when this retriever can be run on an edited corpus, else why not."""
-        return self.capabilities.why_not("corpus")
+        if not self.has_factory:
+            return (
+                "black-box retriever over a fixed corpus: corpus edits need a factory (a class or function taking the "
+                "corpus); the runner never edits an index it did not build"
+            )
+        return None
 
     def observe_follow(self, world: World) -> Ranking | None:
         """The follow-up ranking of `world`; None when its corpus edit cannot be applied to this retriever."""

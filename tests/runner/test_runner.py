@@ -1,0 +1,142 @@
+"""Runner contracts: call cache, shared base runs, reverted deltas, errors, not_applicable reasons, determinism,
+picklable units, report shape and replay round trips."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import random
+
+import pytest
+
+from ragmorph.adapters import BM25Retriever
+from ragmorph.errors import UsageError
+from ragmorph.runner import CallCache, CheckReport, check, execute, plan, replay
+from support import engine_retrievers as er
+
+CORPUS, CASES = er.small_world()
+
+
+def _no_created(report: CheckReport) -> dict:
+    data = report.to_dict()
+    data["manifest"].pop("created")
+    return data
+
+
+def test_no_identical_call_is_made_twice_outside_the_repeat_family() -> None:
+    er.CALL_LOG.clear()
+    check(er.CountingBM25, CORPUS, CASES, strategies=["cutoff", "tenancy", "query", "removal", "distractors"], max_examples=15)
+    assert er.CALL_LOG, "the retriever was never called"
+    assert len(er.CALL_LOG) == len(set(er.CALL_LOG))
+
+
+def test_base_world_is_run_once_and_shared_by_every_perturbation() -> None:
+    cache = CallCache()
+    units = plan(er.CountingBM25, CORPUS, CASES[:1], strategies=["cutoff", "query"], max_examples=15, ks=(3,))
+    er.CALL_LOG.clear()
+    for unit in units:
+        execute(unit, cache)
+    base_calls = [c for c in er.CALL_LOG if c[1] == CASES[0].query and c[2] == 3]
+    assert len(base_calls) == 1
+    assert cache.hits > 0
+
+
+def test_deltas_are_reverted_even_when_the_retriever_fails() -> None:
+    er.INSTANCES.clear()
+    report = check({"exploding": er.ExplodingBM25}, CORPUS, CASES, strategies=["distractors"], max_examples=5)
+    assert {r.status for r in report.results} == {"error"}
+    assert all("index corrupted" in r.reason for r in report.results)
+    assert report.exit_code == 3
+    assert er.INSTANCES and all(inst.live == set(CORPUS.ids) for inst in er.INSTANCES)
+
+
+def test_an_erroring_retriever_does_not_stop_the_others() -> None:
+    report = check({"exploding": er.ExplodingBM25, "bm25": BM25Retriever}, CORPUS, CASES[:1], strategies=["distractors"], max_examples=5)
+    statuses = {r.retriever: {x.status for x in report.results if x.retriever == r.retriever} for r in report.results}
+    assert statuses["exploding"] == {"error"}
+    assert "error" not in statuses["bm25"] and "pass" in statuses["bm25"]
+
+
+def test_not_applicable_results_say_why() -> None:
+    black_box = BM25Retriever(CORPUS)
+    report = check({"fixed": black_box}, CORPUS, CASES, strategies=["removal", "tenancy", "cutoff"], max_examples=5)
+    by = {(r.case, r.strategy): r for r in report.results}
+    assert by[("q1", "removal")].status == "not_applicable" and "black-box" in by[("q1", "removal")].reason
+    assert by[("q2", "tenancy")].status == "not_applicable" and "no tenant" in by[("q2", "tenancy")].reason
+    assert by[("q1", "cutoff")].status == "pass"
+    assert report.to_dict()["manifest"]["retrievers"][0]["kind"] == "black_box"
+
+
+def test_missing_traits_make_hard_relations_not_applicable_with_the_fix() -> None:
+    report = check(BM25Retriever, CORPUS, CASES[:1], strategies=["distractors"], max_examples=5)
+    row = next(r for r in report.results if r.relation == "distractors.unrelated_below_gold")
+    assert row.status == "not_applicable" and "lexical" in row.reason and "traits" in row.reason
+
+
+def test_same_seed_gives_the_same_report() -> None:
+    args = dict(strategies=["removal", "tenancy", "repeat"], max_examples=10, seed=7)
+    first = check({"leaky": er.IgnoresTenantFilter}, CORPUS, CASES, **args)
+    second = check({"leaky": er.IgnoresTenantFilter}, CORPUS, CASES, **args)
+    assert _no_created(first) == _no_created(second)
+    assert first.exit_code == 1
+
+
+def test_units_are_picklable_and_give_the_same_results_elsewhere() -> None:
+    units = plan({"leaky": "support.engine_retrievers:IgnoresTenantFilter"}, CORPUS, CASES[:1], strategies=["tenancy"], max_examples=8)
+    copies = pickle.loads(pickle.dumps(units))
+    here = [execute(u) for u in units]
+    there = [execute(u) for u in copies]
+    assert [[r.to_dict() for r in rs] for rs in here] == [[r.to_dict() for r in rs] for rs in there]
+
+
+def test_report_from_results_is_order_independent_and_has_the_contract_shape() -> None:
+    units = plan(BM25Retriever, CORPUS, CASES, strategies=["cutoff", "tenancy"], max_examples=5)
+    results = [r for u in units for r in execute(u)]
+    shuffled = results[:]
+    random.Random(3).shuffle(shuffled)
+    kwargs = dict(corpus=CORPUS, cases=CASES, retrievers=[units[0].retriever], strategies=["cutoff", "tenancy"], seed=0, settings=units[0].settings, created="t")
+    a, b = CheckReport.from_results(results, **kwargs), CheckReport.from_results(shuffled, **kwargs)
+    assert a.to_dict() == b.to_dict()
+    data = json.loads(json.dumps(a.to_dict()))
+    assert data["schema"] == "ragmorph.report/1"
+    assert set(data) == {"schema", "manifest", "results", "metrics", "summary"}
+    assert set(data["manifest"]) == {"ragmorph_version", "created", "corpus", "cases", "retrievers", "strategies", "seed", "settings"}
+    assert set(data["manifest"]["settings"]) == {"max_examples", "derandomize", "ks", "timeout"}
+    row = data["results"][0]
+    assert set(row) == {"retriever", "case", "strategy", "relation", "severity", "status", "examples", "retriever_calls", "reason", "rate", "violation"}
+    assert set(data["summary"]) == {"pass", "fail", "error", "not_applicable", "hard_failures", "soft_breaks", "exit_code"}
+    name = units[0].retriever.name
+    assert {"P@1", "R@10", "GroupR@5"} <= set(data["metrics"][name])
+
+
+def test_violation_is_shrunk_minimised_and_replayable(tmp_path) -> None:
+    spec = "support.engine_retrievers:StaleDeleteBM25"
+    report = check({"stale": spec}, CORPUS, CASES[:1], strategies=["removal"], max_examples=20, replay_dir=tmp_path)
+    assert report.exit_code == 1
+    row = next(r for r in report.violations if r.relation == "removal.removed_never_returned")
+    violation = row.violation
+    assert violation["perturbation"]["repr"] == "RemoveChunks(k=1, ids=('gold',), group=0)"
+    assert [c["id"] for c in violation["minimal_corpus"]] == ["gold"]
+    assert violation["one_minimal"] is True
+    assert violation["base"]["ranking"][0]["id"] == "gold" and violation["follow_up"]["ranking"][0]["id"] == "gold"
+    assert violation["calls_to_first_failure"] >= 1
+    stored = json.loads(open(violation["replay"], encoding="utf-8").read())
+    assert stored["schema"] == "ragmorph.replay/1" and stored["retriever"]["spec"] == spec
+    assert replay(violation["replay"]).reproduced
+    fixed = replay(violation["replay"], retriever=BM25Retriever)
+    assert not fixed.reproduced and fixed.exit_code == 0
+
+
+def test_tenant_leak_shrinks_to_two_chunks() -> None:
+    report = check({"leaky": er.IgnoresTenantFilter}, CORPUS, CASES[:1], strategies=["tenancy"], max_examples=20)
+    row = next(r for r in report.violations if r.relation == "tenancy.unauthorized_zero")
+    assert sorted(c["id"] for c in row.violation["minimal_corpus"]) == ["gold", "other"]
+
+
+def test_bad_arguments_are_usage_errors() -> None:
+    with pytest.raises(UsageError, match="strategy families"):
+        check(BM25Retriever, CORPUS, CASES, strategies=["nope"])
+    with pytest.raises(UsageError, match="ks"):
+        check(BM25Retriever, CORPUS, CASES, ks=(0,))
+    with pytest.raises(UsageError, match="distinct"):
+        check([BM25Retriever, BM25Retriever], CORPUS, CASES)
