@@ -1,0 +1,309 @@
+"""The single-file HTML report: inline CSS and SVG, no script, no fonts, no network; all user text escaped."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from ._common import (
+    Cell,
+    Marks,
+    cells,
+    describe_filters,
+    diff_rows,
+    format_score,
+    format_value,
+    gone_ids,
+    metric_sort_key,
+    ordered_results,
+    relation_rows,
+    replay_command,
+    retriever_names,
+    snippet,
+    violation_marks,
+)
+from ._svg import legend, line_chart
+
+__all__ = ["render_html", "write_html"]
+
+PLOTTED_MEASURES: tuple[str, ...] = ("P", "R", "GroupR")
+_OPEN_VIOLATIONS = 3
+
+_CSS = """
+:root { --pass:#1a7f37; --pass-bg:#dafbe1; --fail:#cf222e; --fail-bg:#ffebe9; --error:#9a6700; --error-bg:#fff8c5;
+  --na:#57606a; --na-bg:#f0f2f4; --line:#d0d7de; --ink:#1f2328; --muted:#57606a; }
+* { box-sizing: border-box; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; color: var(--ink);
+  margin: 0; padding: 24px 32px 48px; background: #fff; }
+h1 { font-size: 24px; margin: 0 0 4px; } h2 { font-size: 18px; margin: 32px 0 10px; border-bottom: 1px solid var(--line);
+  padding-bottom: 4px; } h3 { font-size: 15px; margin: 0; display: inline; }
+code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 12.5px; }
+.verdict { display: inline-block; padding: 4px 10px; border-radius: 6px; font-weight: 600; margin: 6px 0 10px; }
+.verdict.pass { background: var(--pass-bg); color: var(--pass); }
+.verdict.fail { background: var(--fail-bg); color: var(--fail); }
+.verdict.error { background: var(--error-bg); color: var(--error); }
+dl.manifest { display: grid; grid-template-columns: max-content 1fr; gap: 2px 16px; margin: 8px 0; }
+dl.manifest dt { color: var(--muted); } dl.manifest dd { margin: 0; overflow-wrap: anywhere; }
+ul.totals { list-style: none; padding: 0; display: flex; gap: 8px; flex-wrap: wrap; margin: 10px 0; }
+ul.totals li { padding: 3px 10px; border-radius: 12px; background: var(--na-bg); }
+table { border-collapse: collapse; }
+table.matrix th, table.matrix td, table.diff th, table.diff td, table.metrics th, table.metrics td {
+  border: 1px solid var(--line); padding: 4px 8px; text-align: left; vertical-align: top; }
+table.matrix thead th, table.diff thead th, table.metrics thead th { background: #f6f8fa; }
+td.pass { background: var(--pass-bg); color: var(--pass); } td.fail { background: var(--fail-bg); color: var(--fail);
+  font-weight: 600; } td.error { background: var(--error-bg); color: var(--error); }
+td.not_applicable, td.absent { background: var(--na-bg); color: var(--na); }
+td.soft-broken { background: var(--error-bg); color: var(--error); }
+.sev { color: var(--muted); font-size: 12px; }
+.plots { display: flex; flex-wrap: wrap; gap: 16px; }
+svg.chart { border: 1px solid var(--line); border-radius: 6px; background: #fff; }
+svg.chart .grid { stroke: #eaeef2; } svg.chart .axis-line { stroke: #8c959f; }
+svg.chart .tick { font-size: 11px; fill: var(--muted); } svg.chart .axis { font-size: 12px; fill: var(--muted); }
+svg.chart .chart-title { font-size: 13px; font-weight: 600; fill: var(--ink); }
+ul.legend { list-style: none; padding: 0; display: flex; gap: 16px; margin: 6px 0; }
+details.violation { border: 1px solid var(--line); border-left: 4px solid var(--fail); border-radius: 6px;
+  padding: 8px 12px; margin: 12px 0; }
+details.violation summary { cursor: pointer; }
+details.violation dl { display: grid; grid-template-columns: max-content 1fr; gap: 2px 14px; }
+details.violation dt { color: var(--muted); } details.violation dd { margin: 0; overflow-wrap: anywhere; }
+table.diff { margin: 8px 0; width: 100%; table-layout: fixed; }
+table.diff td { font-size: 12.5px; overflow-wrap: anywhere; }
+table.diff col.rank { width: 3em; } table.diff col.move { width: 6em; }
+tr .mark { display: inline-block; min-width: 1.4em; font-weight: 700; }
+.m-gold { color: var(--pass); } .m-injected { color: var(--error); } .m-removed { color: var(--fail); }
+td.is-gold { background: #f0fff4; } td.is-injected { background: #fffbea; } td.is-removed { background: #fff0f0; }
+.text { color: var(--muted); display: block; }
+.changed td { font-weight: 600; }
+.muted { color: var(--muted); }
+footer { margin-top: 40px; color: var(--muted); font-size: 12px; }
+"""
+
+_EXIT_MEANING = {0: ("pass", "every hard relation holds"), 1: ("fail", "violations found"),
+                 3: ("error", "retriever errors prevented a verdict")}
+
+
+_UNENCODABLE = re.compile("[\ud800-\udfff\x00]")
+
+
+def _e(value: Any) -> str:
+    # Lone surrogates cannot be written as UTF-8 and NUL is not allowed in HTML text: both become U+FFFD.
+    return _UNENCODABLE.sub("\ufffd", escape("" if value is None else str(value), quote=True))
+
+
+def _cell_html(cell: Cell | None) -> str:
+    if cell is None:
+        return '<td class="absent">–</td>'
+    counts, total = cell.counts, cell.total
+    if cell.status == "fail":
+        text = f"FAIL {counts['fail']}/{total}" + (f" +{counts['error']} error" if counts["error"] else "")
+        cases = ", ".join(cell.failing_cases)
+        return f'<td class="fail" title="failing cases: {_e(cases)}">{_e(text)}</td>'
+    if cell.status == "error":
+        return f'<td class="error" title="{_e("; ".join(cell.reasons))}">ERROR {counts["error"]}/{total}</td>'
+    if cell.status == "pass":
+        if cell.soft and cell.tested:
+            css = "soft-broken" if cell.soft_broken else "pass"
+            return f'<td class="{css}" title="soft: rate of held perturbations">{cell.rate:.0%} ({cell.held}/{cell.tested})</td>'
+        suffix = f"/{total}" if counts["pass"] != total else ""
+        return f'<td class="pass">pass {counts["pass"]}{suffix}</td>'
+    return f'<td class="not_applicable" title="{_e("; ".join(cell.reasons))}">n/a</td>'
+
+
+def _header(report: Mapping[str, Any]) -> str:
+    manifest = report.get("manifest", {})
+    summary = report.get("summary", {})
+    settings = manifest.get("settings", {})
+    css, meaning = _EXIT_MEANING.get(summary.get("exit_code"), ("error", "unknown"))
+    rows = [
+        ("ragmorph", manifest.get("ragmorph_version")),
+        ("created", manifest.get("created")),
+        ("seed", manifest.get("seed")),
+        ("corpus", f"{manifest.get('corpus', {}).get('chunks')} chunks · {manifest.get('corpus', {}).get('fingerprint', '')[:16]}"),
+        ("cases", f"{manifest.get('cases', {}).get('count')} cases · {manifest.get('cases', {}).get('fingerprint', '')[:16]}"),
+        ("strategies", ", ".join(manifest.get("strategies", ()))),
+        ("settings", f"k {', '.join(str(k) for k in settings.get('ks', ()))} · max_examples {settings.get('max_examples')}"
+                     f" · derandomize {settings.get('derandomize')} · timeout {settings.get('timeout')}"),
+    ]
+    totals = [
+        ("pass", summary.get("pass", 0)), ("fail", summary.get("fail", 0)), ("error", summary.get("error", 0)),
+        ("not applicable", summary.get("not_applicable", 0)),
+        ("hard failure" if summary.get("hard_failures") == 1 else "hard failures", summary.get("hard_failures", 0)),
+        ("soft break" if summary.get("soft_breaks") == 1 else "soft breaks", summary.get("soft_breaks", 0)),
+    ]
+    return (
+        "<header><h1>ragmorph report</h1>"
+        f'<div class="verdict {css}">exit code {_e(summary.get("exit_code"))}: {_e(meaning)}</div>'
+        '<dl class="manifest">' + "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in rows) + "</dl>"
+        '<ul class="totals">' + "".join(f"<li>{_e(v)} {_e(k)}</li>" for k, v in totals) + "</ul></header>"
+    )
+
+
+def _matrix(report: Mapping[str, Any]) -> str:
+    retrievers = retriever_names(report)
+    table = cells(report)
+    head = "<tr><th>strategy</th><th>relation</th><th>severity</th>" + "".join(
+        f"<th>{_e(r)}</th>" for r in retrievers
+    ) + "</tr>"
+    body = []
+    for strategy, relation, severity in relation_rows(report):
+        row = f"<tr><td>{_e(strategy)}</td><td><code>{_e(relation)}</code></td><td class=\"sev\">{_e(severity)}</td>"
+        row += "".join(_cell_html(table.get((r, strategy, relation))) for r in retrievers)
+        body.append(row + "</tr>")
+    return (
+        '<section id="matrix"><h2>Relations</h2>'
+        '<p class="muted">Per retriever, aggregated over cases: hard relations as pass/fail counts, soft relations as '
+        "the share of perturbations where they held. Hover a cell for failing cases and reasons.</p>"
+        f'<table class="matrix"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table></section>'
+    )
+
+
+def _plots(report: Mapping[str, Any]) -> str:
+    metrics = report.get("metrics") or {}
+    ks = list(report.get("manifest", {}).get("settings", {}).get("ks", ()))
+    retrievers = [r for r in retriever_names(report) if r in metrics] + sorted(
+        set(metrics) - set(retriever_names(report))
+    )
+    if not metrics or not ks:
+        return '<section id="metrics"><h2>Metrics</h2><p class="muted">No metrics in this report.</p></section>'
+    charts = []
+    for measure in PLOTTED_MEASURES:
+        series = {
+            name: [(metrics[name].get(f"{measure}@{k}") or {}).get("macro") for k in ks] for name in retrievers
+        }
+        if any(v is not None for values in series.values() for v in values):
+            charts.append(line_chart(f"{measure}@k", ks, series))
+    names = sorted({n for table in metrics.values() for n in table}, key=metric_sort_key)
+    head = "<tr><th>metric</th>" + "".join(f"<th>{_e(r)}</th>" for r in retrievers) + "</tr>"
+    rows = "".join(
+        f"<tr><td><code>{_e(n)}</code></td>"
+        + "".join(f'<td class="mono">{_e(format_value((metrics[r].get(n) or {}).get("macro")))}</td>' for r in retrievers)
+        + "</tr>"
+        for n in names
+    )
+    return (
+        '<section id="metrics"><h2>Metrics of the base worlds</h2>'
+        '<p class="muted">Macro averages over cases at each cutoff k.</p>'
+        f'{legend(retrievers)}<div class="plots">{"".join(charts)}</div>'
+        f'<details><summary>All metric values</summary><table class="metrics"><thead>{head}</thead>'
+        f"<tbody>{rows}</tbody></table></details></section>"
+    )
+
+
+def _hit_cell(hit: Mapping[str, Any] | None, marks: Marks) -> str:
+    if hit is None:
+        return "<td></td>"
+    chunk_id = hit.get("id")
+    mark = marks.of(chunk_id)
+    classes = " ".join(
+        css for symbol, css in (("G", "is-gold"), ("+", "is-injected"), ("-", "is-removed")) if symbol in mark
+    )
+    badges = "".join(
+        f'<span class="mark {css}" title="{title}">{symbol}</span>'
+        for symbol, css, title in (("G", "m-gold", "gold evidence"), ("+", "m-injected", "injected"),
+                                   ("-", "m-removed", "removed by the perturbation"))
+        if symbol in mark
+    )
+    text = snippet(hit.get("text"), 160)
+    return (
+        f'<td class="{classes}">{badges}<code>{_e(chunk_id)}</code> <span class="muted mono">'
+        f"{_e(format_score(hit.get('score')))}</span><span class=\"text\">{_e(text)}</span></td>"
+    )
+
+
+def _violation(number: int, retriever: str, violation: Mapping[str, Any]) -> str:
+    marks = violation_marks(violation)
+    base = violation.get("base") or {}
+    follow = violation.get("follow_up") or {}
+    before, after = base.get("ranking") or [], follow.get("ranking") or []
+    rows = "".join(
+        f'<tr><td class="mono">{row.rank}</td>{_hit_cell(row.before, marks)}{_hit_cell(row.after, marks)}'
+        f'<td class="muted">{_e(row.moved)}</td></tr>'
+        for row in diff_rows(before, after)
+    )
+    diff = (
+        '<table class="diff"><colgroup><col class="rank"><col><col><col class="move"></colgroup>'
+        "<thead><tr><th>#</th><th>base</th><th>follow-up</th><th>move</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table>"
+        '<p class="muted"><span class="mark m-gold">G</span> gold evidence · <span class="mark m-injected">+</span>'
+        ' injected by the perturbation · <span class="mark m-removed">-</span> removed by the perturbation</p>'
+    )
+    bm, fm = base.get("metrics") or {}, follow.get("metrics") or {}
+    metric_rows = "".join(
+        f'<tr class="{"changed" if bm.get(n) != fm.get(n) else ""}"><td><code>{_e(n)}</code></td>'
+        f'<td class="mono">{_e(format_value(bm.get(n)))}</td><td class="mono">{_e(format_value(fm.get(n)))}</td></tr>'
+        for n in sorted(set(bm) | set(fm), key=metric_sort_key)
+    )
+    metrics = (
+        '<table class="metrics"><thead><tr><th>metric</th><th>base</th><th>follow-up</th></tr></thead>'
+        f"<tbody>{metric_rows}</tbody></table>" if metric_rows else ""
+    )
+    perturbation = violation.get("perturbation") or {}
+    minimal = violation.get("minimal_corpus") or []
+    gone = gone_ids(before, after)
+    command = replay_command(violation)
+    facts = [
+        ("query", _e(violation.get("query"))),
+        ("perturbation", f"<code>{_e(perturbation.get('repr') or perturbation.get('type'))}</code>"),
+        ("why", _e(violation.get("detail"))),
+        ("params", f"base {_e(describe_filters(base.get('params')))} → follow-up {_e(describe_filters(follow.get('params')))}"),
+        ("no longer returned", _e(", ".join(map(str, gone))) if gone else '<span class="muted">none</span>'),
+        ("minimal corpus", f"{len(minimal)} chunks: " + ", ".join(f"<code>{_e(c.get('id'))}</code>" for c in minimal)),
+        ("retriever calls", f"{_e(violation.get('calls_to_first_failure'))} to the first failure, "
+                            f"{_e(violation.get('calls_shrinking'))} shrinking"),
+        ("replay", f"<code>{_e(command)}</code>" if command else '<span class="muted">no replay file saved</span>'),
+    ]
+    opened = " open" if number <= _OPEN_VIOLATIONS else ""
+    return (
+        f'<details class="violation" id="v{number}"{opened}><summary><h3>{number}. '
+        f"<code>{_e(violation.get('relation'))}</code></h3> · case <code>{_e(violation.get('case'))}</code> · "
+        f"retriever <code>{_e(retriever)}</code></summary>"
+        "<dl>" + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts) + "</dl>"
+        f"{diff}{metrics}</details>"
+    )
+
+
+def _violations(report: Mapping[str, Any]) -> str:
+    found = [(r["retriever"], r["violation"]) for r in ordered_results(report) if r.get("violation")]
+    if not found:
+        return '<section id="violations"><h2>Violations</h2><p class="muted">No violations.</p></section>'
+    items = "".join(_violation(i, retriever, v) for i, (retriever, v) in enumerate(found, start=1))
+    return f'<section id="violations"><h2>Violations ({len(found)})</h2>{items}</section>'
+
+
+def _retrievers(report: Mapping[str, Any]) -> str:
+    rows = "".join(
+        f"<tr><td><code>{_e(r.get('name'))}</code></td><td>{_e(r.get('kind'))}</td><td>{_e(r.get('description'))}</td></tr>"
+        for r in report.get("manifest", {}).get("retrievers", ())
+    )
+    return (
+        '<section id="retrievers"><h2>Retrievers</h2><table class="matrix"><thead><tr><th>name</th><th>kind</th>'
+        f"<th>description</th></tr></thead><tbody>{rows}</tbody></table></section>"
+    )
+
+
+def render_html(report: Mapping[str, Any]) -> str:
+    """The report as one self-contained HTML document (inline CSS and SVG; no script, fonts or network)."""
+    sections: Sequence[str] = (
+        _header(report), _matrix(report), _violations(report), _plots(report), _retrievers(report)
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">"
+        f"<title>ragmorph report</title><style>{_CSS}</style></head><body>\n"
+        + "\n".join(sections)
+        + '\n<footer>Generated by ragmorph from a "ragmorph.report/1" JSON report. This file is self-contained.</footer>'
+        "\n</body></html>\n"
+    )
+
+
+def write_html(report: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
+    """Write `render_html(report)` to `path` as UTF-8; returns the path."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(render_html(report), encoding="utf-8")
+    return target

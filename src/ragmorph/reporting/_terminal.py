@@ -1,0 +1,286 @@
+"""Terminal output: the relation x retriever summary table, violations with side-by-side rankings, progress."""
+
+from __future__ import annotations
+
+import sys
+import time
+import unicodedata
+from collections.abc import Callable, Mapping
+from typing import Any, TextIO
+
+from ._common import (
+    Cell,
+    cells,
+    describe_filters,
+    diff_rows,
+    format_score,
+    format_value,
+    gone_ids,
+    metric_sort_key,
+    ordered_results,
+    relation_rows,
+    replay_command,
+    retriever_names,
+    snippet,
+    violation_marks,
+)
+
+__all__ = ["ProgressBar", "render_report", "render_summary", "render_violation"]
+
+_ANSI = {"pass": "32", "fail": "1;31", "error": "33", "not_applicable": "2", "absent": "2", "bold": "1", "dim": "2"}
+_EXIT_MEANING = {
+    0: "every hard relation holds",
+    1: "violations found",
+    3: "retriever errors prevented a verdict",
+}
+
+
+def _clean(text: Any) -> str:
+    """User text made safe for a terminal: control characters (escape sequences included) become '?'."""
+    return "".join(
+        " " if ch in "\t\n\r" else ("?" if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp") else ch)
+        for ch in str(text)
+    )
+
+
+def _paint(text: str, style: str, color: bool) -> str:
+    return f"\x1b[{_ANSI[style]}m{text}\x1b[0m" if color and style in _ANSI else text
+
+
+def _cell_text(cell: Cell | None) -> str:
+    if cell is None:
+        return "-"
+    total, counts = cell.total, cell.counts
+    if cell.status == "fail":
+        text = f"FAIL {counts['fail']}/{total}"
+        return text + (f" +{counts['error']} err" if counts["error"] else "")
+    if cell.status == "error":
+        return f"ERROR {counts['error']}/{total}"
+    if cell.status == "pass":
+        if cell.soft and cell.tested:
+            return f"{cell.rate:.0%} ({cell.held}/{cell.tested})"
+        return f"pass {counts['pass']}" + (f"/{total}" if counts["pass"] != total else "")
+    return "n/a" if cell.status == "not_applicable" else "-"
+
+
+def _cell_style(cell: Cell | None) -> str:
+    if cell is None:
+        return "absent"
+    if cell.status == "pass" and cell.soft_broken:
+        return "error"
+    return cell.status
+
+
+def render_summary(report: Mapping[str, Any], *, color: bool = False) -> str:
+    """The relation x retriever table with pass/fail/error/n-a counts and soft rates, then the totals."""
+    manifest = report.get("manifest", {})
+    settings = manifest.get("settings", {})
+    header = (
+        f"ragmorph {manifest.get('ragmorph_version', '?')} · seed {manifest.get('seed', '?')} · "
+        f"{manifest.get('corpus', {}).get('chunks', '?')} chunks · {manifest.get('cases', {}).get('count', '?')} cases · "
+        f"k {','.join(str(k) for k in settings.get('ks', ()))} · max_examples {settings.get('max_examples', '?')}"
+    )
+    retrievers = retriever_names(report)
+    table = cells(report)
+    rows = relation_rows(report)
+    texts = [[_cell_text(table.get((r, strategy, relation))) for r in retrievers] for strategy, relation, _ in rows]
+    names = [_clean(relation) for _, relation, _ in rows]
+    name_width = max([len("relation"), *map(len, names)])
+    widths = [max([len(_clean(r)), *(len(row[i]) for row in texts)]) for i, r in enumerate(retrievers)]
+    lines = [header, ""]
+    head = f"{'relation':<{name_width}}  sev   " + "  ".join(f"{_clean(r):<{w}}" for r, w in zip(retrievers, widths))
+    lines.append(_paint(head.rstrip(), "bold", color))
+    for (strategy, relation, severity), name, row in zip(rows, names, texts):
+        styled = [
+            _paint(f"{text:<{w}}", _cell_style(table.get((r, strategy, relation))), color)
+            for r, text, w in zip(retrievers, row, widths)
+        ]
+        lines.append((f"{name:<{name_width}}  {severity:<4}  " + "  ".join(styled)).rstrip())
+    notes = _notes(report, table)
+    if notes:
+        lines += ["", *notes]
+    lines += ["", _totals(report, color)]
+    return "\n".join(lines)
+
+
+def _notes(report: Mapping[str, Any], table: Mapping[tuple[str, str, str], Cell]) -> list[str]:
+    notes = []
+    for retriever in retriever_names(report):
+        for strategy, relation, _ in relation_rows(report):
+            cell = table.get((retriever, strategy, relation))
+            if cell is None or not cell.reasons or cell.status == "fail":
+                continue
+            label = "error" if cell.counts["error"] else "not applicable"
+            for reason in cell.reasons:
+                notes.append(f"  {_clean(relation)} @ {_clean(retriever)}: {label}: {_clean(snippet(reason, 160))}")
+    return notes
+
+
+def _count(number: Any, noun: str) -> str:
+    return f"{number} {noun}" + ("" if number == 1 else "s")
+
+
+def _totals(report: Mapping[str, Any], color: bool) -> str:
+    summary = report.get("summary", {})
+    code = summary.get("exit_code")
+    text = (
+        f"{summary.get('pass', 0)} pass, {summary.get('fail', 0)} fail, {summary.get('error', 0)} error, "
+        f"{summary.get('not_applicable', 0)} not applicable · {_count(summary.get('hard_failures', 0), 'hard failure')}, "
+        f"{_count(summary.get('soft_breaks', 0), 'soft break')} · exit code {code} ({_EXIT_MEANING.get(code, 'unknown')})"
+    )
+    style = {0: "pass", 1: "fail", 3: "error"}.get(code, "bold")
+    return _paint(text, style, color)
+
+
+def _hit_text(hit: Mapping[str, Any] | None, marks: Any, id_width: int, text_width: int) -> str:
+    if hit is None:
+        return " " * (3 + id_width + 1 + 8 + text_width)
+    mark = marks.of(hit.get("id"))
+    chunk_id = snippet(_clean(hit.get("id", "")), id_width)
+    return (
+        f"{mark:<2} {chunk_id:<{id_width}} {format_score(hit.get('score')):>8} "
+        f"{snippet(_clean(hit.get('text') or ''), text_width):<{text_width}}"
+    )
+
+
+def render_violation(
+    violation: Mapping[str, Any], *, retriever: str | None = None, color: bool = False, snippet_width: int = 28
+) -> str:
+    """One violation: query, minimal perturbation, rankings side by side with marks, metrics, calls, replay."""
+    marks = violation_marks(violation)
+    base = violation.get("base") or {}
+    follow = violation.get("follow_up") or {}
+    before, after = base.get("ranking") or [], follow.get("ranking") or []
+    title = f"FAIL {_clean(violation.get('relation'))} · case {_clean(violation.get('case'))}"
+    if retriever is not None:
+        title += f" · retriever {_clean(retriever)}"
+    perturbation = violation.get("perturbation") or {}
+    lines = [
+        _paint(title, "fail", color),
+        f"  query         {_clean(violation.get('query'))}",
+        f"  perturbation  {_clean(perturbation.get('repr') or perturbation.get('type'))}",
+        f"  why           {_clean(violation.get('detail'))}",
+        f"  params        base {describe_filters(base.get('params'))}  ->  follow-up {describe_filters(follow.get('params'))}",
+        "",
+    ]
+    id_width = min(28, max([len("id"), *(len(_clean(h.get("id", ""))) for h in (*before, *after))]))
+    column = 3 + id_width + 1 + 8 + 1 + snippet_width
+    lines.append(_paint(f"  {'#':>3}  {'base':<{column}}  {'follow-up':<{column}}  move", "bold", color))
+    for row in diff_rows(before, after):
+        left = _hit_text(row.before, marks, id_width, snippet_width)
+        right = _hit_text(row.after, marks, id_width, snippet_width)
+        lines.append(f"  {row.rank:>3}  {left}  {right}  {row.moved}".rstrip())
+    legend = "  marks: G gold evidence, + injected by the perturbation, - removed by the perturbation"
+    lines.append(_paint(legend, "dim", color))
+    dropped = gone_ids(before, after)
+    if dropped:
+        lines.append(f"  no longer returned: {', '.join(_clean(i) for i in dropped)}")
+    lines.append("")
+    lines.extend(_metric_lines(base.get("metrics") or {}, follow.get("metrics") or {}))
+    minimal = violation.get("minimal_corpus") or []
+    shown = ", ".join(_clean(c.get("id")) for c in minimal[:8]) + (", ..." if len(minimal) > 8 else "")
+    lines.append(f"  minimal corpus  {len(minimal)} chunks ({shown})")
+    lines.append(
+        f"  retriever calls  {violation.get('calls_to_first_failure', '?')} to the first failure, "
+        f"{violation.get('calls_shrinking', '?')} shrinking"
+    )
+    command = replay_command(violation)
+    lines.append(f"  replay  {_clean(command)}" if command else "  replay  (no replay file saved; pass a replay directory)")
+    return "\n".join(lines)
+
+
+def _metric_lines(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    names = sorted(set(before) | set(after), key=metric_sort_key)
+    if not names:
+        return []
+    width = max(len(n) for n in names)
+    lines = [f"  {'metric':<{width}}  base -> follow-up"]
+    for name in names:
+        old, new = before.get(name), after.get(name)
+        change = "" if old == new else "  (changed)"
+        lines.append(f"  {_clean(name):<{width}}  {format_value(old)} -> {format_value(new)}{change}")
+    return lines
+
+
+def render_report(report: Mapping[str, Any], *, color: bool = False) -> str:
+    """The summary table followed by every violation, in the stable report order."""
+    parts = [render_summary(report, color=color)]
+    for result in ordered_results(report):
+        if result.get("violation"):
+            parts.append(render_violation(result["violation"], retriever=result["retriever"], color=color))
+    return "\n\n".join(parts)
+
+
+class ProgressBar:
+    """A one-line progress bar that draws only on a TTY and only once a run has lasted `delay` seconds.
+
+    Short runs and redirected output stay silent, so logs and captured output never fill with carriage returns.
+    Use `update(n)` per finished unit (or call the bar with `(done, total)`), and `close()` at the end.
+    """
+
+    def __init__(
+        self,
+        total: int,
+        stream: TextIO | None = None,
+        *,
+        delay: float = 2.0,
+        width: int = 30,
+        label: str = "ragmorph",
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.total = max(int(total), 0)
+        self.stream = stream if stream is not None else sys.stderr
+        self.delay = delay
+        self.width = width
+        self.label = label
+        self.clock = clock
+        self.done = 0
+        self.started = clock()
+        self.drawn = False
+        self._last_draw = float("-inf")
+        isatty = getattr(self.stream, "isatty", None)
+        self.enabled = bool(isatty and isatty())
+
+    def update(self, n: int = 1) -> None:
+        """Record `n` more finished units and redraw when due."""
+        self.done = min(self.done + n, self.total) if self.total else self.done + n
+        self._maybe_draw()
+
+    def __call__(self, done: int, total: int | None = None) -> None:
+        """Progress-callback form: set the absolute count (and the total when it is known only now)."""
+        if total is not None:
+            self.total = max(int(total), 0)
+        self.done = done
+        self._maybe_draw()
+
+    def _maybe_draw(self) -> None:
+        if not self.enabled:
+            return
+        now = self.clock()
+        finished = self.total and self.done >= self.total
+        if now - self.started < self.delay or (now - self._last_draw < 0.1 and not finished):
+            return
+        self._last_draw = now
+        self.drawn = True
+        self.stream.write("\r" + self.line(now - self.started))
+        self.stream.flush()
+
+    def line(self, elapsed: float) -> str:
+        """The bar text for the current count, e.g. `ragmorph [#####.....] 12/40 (30%) 3s`."""
+        share = self.done / self.total if self.total else 0.0
+        filled = int(round(share * self.width))
+        bar = "#" * filled + "." * (self.width - filled)
+        return f"{self.label} [{bar}] {self.done}/{self.total} ({share:.0%}) {elapsed:.0f}s"
+
+    def close(self) -> None:
+        """End the line if the bar was drawn; silent otherwise."""
+        if self.drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.drawn = False
+
+    def __enter__(self) -> ProgressBar:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
