@@ -65,10 +65,15 @@ def _embedding_function(embedder: Embedder) -> Any:
     class RagmorphEmbeddingFunction(EmbeddingFunction):  # type: ignore[misc, type-arg]
         """Chroma's view of a ragmorph embedder."""
 
-        def __init__(self, inner: Embedder) -> None:
+        def __init__(self, inner: Embedder | None) -> None:
             self.inner = inner
 
         def __call__(self, input: Sequence[str]) -> list[Any]:  # noqa: A002 - Chroma's parameter name
+            if self.inner is None:
+                raise UsageError(
+                    "expected the live ragmorph embedder of this temporary collection, got one rebuilt from its "
+                    "stored config; query it through the ChromaRetriever that created it"
+                )
             return list(self.inner.embed(list(input)))
 
         @staticmethod
@@ -80,7 +85,8 @@ def _embedding_function(embedder: Embedder) -> Any:
 
         @staticmethod
         def build_from_config(config: dict[str, Any]) -> RagmorphEmbeddingFunction:
-            raise UsageError("expected a live ragmorph embedder, got a stored config; rebuild the ChromaRetriever")
+            # Chroma rebuilds embedding functions when it lists collections; the embedder itself is not stored.
+            return RagmorphEmbeddingFunction(None)
 
         def default_space(self) -> str:
             return "ip"
