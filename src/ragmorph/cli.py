@@ -28,7 +28,7 @@ from typing import Any, TextIO
 from . import __version__
 from .errors import AdapterError, InputError, RagmorphError, UsageError
 
-__all__ = ["EXIT_ERRORS", "EXIT_OK", "EXIT_USAGE", "EXIT_VIOLATIONS", "build_parser", "format_error", "load_retriever_spec", "main", "scaffold_files"]
+__all__ = ["EXIT_ERRORS", "EXIT_OK", "EXIT_USAGE", "EXIT_VIOLATIONS", "build_parser", "format_error", "load_retriever_spec", "main", "named_retrievers", "print_outcome", "scaffold_files"]
 
 EXIT_OK = 0
 EXIT_VIOLATIONS = 1
@@ -164,19 +164,34 @@ def load_retriever_spec(spec: str) -> Any:
     return load_retriever(f"{module_name}:{attr}")
 
 
-def _named_retrievers(specs: Sequence[str]) -> dict[str, Any]:
-    """`name=spec` or bare `spec` (named after its attribute) -> {name: retriever or factory}."""
-    named: dict[str, Any] = {}
+def _is_file_spec(spec: str) -> bool:
+    target = spec.rpartition(":")[0]
+    return target.endswith(".py") or "/" in target or "\\" in target
+
+
+def _split_named(raw: str) -> tuple[str, str]:
+    """`name=spec` -> (name, spec); a bare spec is named after its attribute."""
+    name, equals, spec = raw.partition("=")
+    if not equals or ":" in name:
+        name, spec = "", raw
+    return name or spec.rpartition(":")[2], spec
+
+
+def named_retrievers(specs: Sequence[str]) -> dict[str, tuple[Any, str]]:
+    """`[name=]spec` strings -> {unique name: (what `check` should get, the spec as given)}.
+
+    Every spec is loaded here so a typo is a usage error before any work starts. Module specs are handed on as
+    their import string, so replay files record it and `ragmorph replay FILE` works in a fresh process; a file
+    spec is handed on as the loaded object (its module name only exists in this process).
+    """
+    named: dict[str, tuple[Any, str]] = {}
     for raw in specs:
-        name, equals, spec = raw.partition("=")
-        if not equals or ":" in name:
-            name, spec = "", raw
-        if not name:
-            name = spec.rpartition(":")[2]
+        name, spec = _split_named(raw)
         unique, suffix = name, 2
         while unique in named:
             unique, suffix = f"{name}-{suffix}", suffix + 1
-        named[unique] = load_retriever_spec(spec)
+        loaded = load_retriever_spec(spec)
+        named[unique] = (loaded if _is_file_spec(spec) else spec, spec)
     return named
 
 
@@ -326,34 +341,19 @@ def _write_text(path: Path, text: str) -> None:
 # ---------------------------------------------------------------------------------------------------- run
 
 
-def _progress_for(stream: TextIO) -> tuple[Callable[..., None] | None, Callable[[], None]]:
-    """A progress callback for `check` drawing G1's ProgressBar (silent off a TTY), and its closer."""
-    from .reporting import ProgressBar
-
-    state: dict[str, Any] = {}
-
-    def progress(done: int, total: int, *_: Any) -> None:
-        bar = state.get("bar")
-        if bar is None:
-            bar = state["bar"] = ProgressBar(total, stream)
-        bar.update(done - state.get("done", 0))
-        state["done"] = done
-
-    def close() -> None:
-        if "bar" in state:
-            state["bar"].close()
-
-    return progress, close
-
-
-def _print_outcome(report: Mapping[str, Any], out: TextIO, *, limit: int = 3) -> None:
-    """The summary table and the first `limit` minimal failing cases."""
+def print_outcome(
+    report: Mapping[str, Any], out: TextIO, *, limit: int = 3, file_specs: Mapping[str, str] | None = None
+) -> None:
+    """The summary table and the first `limit` minimal failing cases (with how to replay them)."""
     from .reporting import render_summary, render_violation
 
     out.write(render_summary(report) + "\n")
     failures = [r for r in report.get("results", []) if r.get("status") == "fail" and r.get("violation")]
     for result in failures[:limit]:
-        out.write("\n" + render_violation(result["violation"]) + "\n")
+        out.write("\n" + render_violation(result["violation"], retriever=result["retriever"]) + "\n")
+        spec = (file_specs or {}).get(result["retriever"])
+        if spec and result["violation"].get("replay"):
+            out.write(f"  (a file retriever: add --retriever {spec} to the replay command)\n")
     if len(failures) > limit:
         out.write(f"\n... {len(failures) - limit} more violations in the report files\n")
 
@@ -376,12 +376,15 @@ def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     cases_path = _existing_file(args.cases, "--cases")
     _check_outputs([corpus_path, cases_path], {"--json": args.json, "--junit": args.junit, "--html": args.html})
     from . import io
+    from .reporting import ProgressBar
     from .runner import check
 
     corpus = io.read_corpus(corpus_path)
     cases = io.read_cases(cases_path, corpus=corpus)
-    retrievers = _named_retrievers(args.retriever)
-    progress, close = _progress_for(err)
+    named = named_retrievers(args.retriever)
+    retrievers = {name: target for name, (target, _) in named.items()}
+    file_specs = {name: spec for name, (target, spec) in named.items() if not isinstance(target, str)}
+    bar = ProgressBar(0, err)
     try:
         report = check(
             retrievers,
@@ -394,12 +397,12 @@ def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             derandomize=args.derandomize,
             replay_dir=args.replay_dir,
             timeout=args.timeout,
-            progress=progress,
+            progress=lambda done, total, _unit: bar(done, total),
         )
     finally:
-        close()
+        bar.close()
     data = report.to_dict()
-    _print_outcome(data, out)
+    print_outcome(data, out, file_specs=file_specs)
     _write_reports(data, out, json_path=args.json, junit=args.junit, html=args.html)
     return int(report.exit_code)
 
@@ -414,12 +417,17 @@ def command_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     retriever = load_retriever_spec(args.retriever) if args.retriever else None
     outcome = replay(path, retriever=retriever)
-    detail = getattr(outcome, "detail", "") or ""
-    if outcome.reproduced:
-        out.write(f"reproduced: the violation in {args.file} still happens. {detail}".rstrip() + "\n")
-        return EXIT_VIOLATIONS
-    out.write(f"fixed: the violation in {args.file} no longer reproduces. {detail}".rstrip() + "\n")
-    return EXIT_OK
+    if outcome.error is not None:
+        out.write(f"error: the retriever failed while replaying {args.file}: {outcome.error}\n")
+    elif outcome.reproduced:
+        out.write(f"reproduced: {outcome.relation} still breaks on the world in {args.file}: {outcome.detail}\n")
+    elif not outcome.applicable:
+        out.write(f"fixed: {outcome.relation} no longer applies to the world in {args.file} ({outcome.detail})\n")
+    else:
+        out.write(f"fixed: {outcome.relation} holds on the world in {args.file}\n")
+    if outcome.base_ids or outcome.follow_ids:
+        out.write(f"  base      {' '.join(outcome.base_ids) or '(empty)'}\n  follow-up {' '.join(outcome.follow_ids) or '(empty)'}\n")
+    return int(outcome.exit_code)
 
 
 # --------------------------------------------------------------------------------------------- strategies

@@ -25,7 +25,7 @@ __all__ = ["BUGGY_NAME", "CORRECT_NAMES", "DEMO_MAX_EXAMPLES", "PostFilteredPipe
 BUGGY_NAME = "bm25-postfilter"
 CORRECT_NAMES = ("bm25", "dense")
 # Tuned so the whole demo finishes well under a minute on a 2-core machine (measured in tests/cli).
-DEMO_MAX_EXAMPLES = 10
+DEMO_MAX_EXAMPLES = 6
 
 
 class PostFilteredPipeline:
@@ -47,11 +47,13 @@ class PostFilteredPipeline:
         return [hit for hit in hits if self._corpus[hit.id].visible_to(filters.tenant)]
 
 
-def demo_retrievers() -> dict[str, Any]:
-    """The demo's retrievers by name: built-in BM25 and dense (correct) and the planted-bug pipeline."""
-    from .adapters import DenseRetriever
-
-    return {"bm25": BM25Retriever, "dense": DenseRetriever, BUGGY_NAME: PostFilteredPipeline}
+def demo_retrievers() -> dict[str, str]:
+    """The demo's retrievers by name, as import strings so replay files can rebuild them in a fresh process."""
+    return {
+        "bm25": "ragmorph.adapters:BM25Retriever",
+        "dense": "ragmorph.adapters:DenseRetriever",
+        BUGGY_NAME: f"{__name__}:PostFilteredPipeline",
+    }
 
 
 def _hard_failures(results: Sequence[Mapping[str, Any]], retriever: str) -> list[Mapping[str, Any]]:
@@ -78,15 +80,7 @@ def run_demo(
     write_corpus(world.corpus, world_dir / "corpus.jsonl")
     write_cases(world.cases, world_dir / "cases.jsonl")
 
-    bar: list[Any] = []
-
-    def progress(done: int, total: int, *_: Any) -> None:
-        if not bar:
-            bar.append(ProgressBar(total, err))
-            bar.append(0)
-        bar[0].update(done - bar[1])
-        bar[1] = done
-
+    bar = ProgressBar(0, err)
     try:
         report = check(
             demo_retrievers(),
@@ -95,11 +89,10 @@ def run_demo(
             max_examples=max_examples or DEMO_MAX_EXAMPLES,
             seed=seed,
             replay_dir=out_dir / "replays",
-            progress=progress,
+            progress=lambda done, total, _unit: bar(done, total),
         )
     finally:
-        if bar:
-            bar[0].close()
+        bar.close()
     data = report.to_dict()
     results = data["results"]
     out.write(render_summary(data) + "\n")
@@ -109,7 +102,7 @@ def run_demo(
     if caught:
         first = caught[0]
         out.write(f"\nThe planted bug, caught by {first['strategy']}.{first['relation']} and shrunk to a minimal case:\n")
-        out.write(render_violation(first["violation"]) + "\n")
+        out.write(render_violation(first["violation"], retriever=BUGGY_NAME) + "\n")
     json_path, html_path = out_dir / "report.json", out_dir / "report.html"
     write_json(data, json_path)
     write_html(data, html_path)

@@ -27,6 +27,7 @@ This module stays light: the engine, Hypothesis and the reporting code are impor
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -141,7 +142,8 @@ def _settings(config: pytest.Config, declared: Suite | None = None) -> dict[str,
     try:
         seed = int(seed_option) if seed_option is not None else 0
     except ValueError:
-        raise UsageError(f"expected an integer --hypothesis-seed for ragmorph, got {seed_option!r}") from None
+        # Hypothesis accepts any string as a seed; derive a stable integer the same way on every worker.
+        seed = zlib.crc32(str(seed_option).encode())
     profile = hypothesis.settings.default
     from_profile = hypothesis.settings.get_current_profile_name() != "default"
     max_examples = config.getoption("--ragmorph-max-examples")
@@ -189,7 +191,7 @@ def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: objec
                 continue
             item = RelationItem.from_parent(
                 collector,
-                name=f"{prefix}{retriever}[{relation.family}-{relation.name}]",
+                name=f"{prefix}{retriever}[{relation.family}-{relation.name.removeprefix(relation.family + '.')}]",
                 suite_name=name,
                 retriever=retriever,
                 family=relation.family,
@@ -289,16 +291,19 @@ def _resolve_path(value: Any, base: Path) -> Any:
 
 
 def _load_world(declared: Suite, base: Path) -> tuple[Any, Any]:
-    from .io import read_cases, read_corpus
     from .model import Corpus, validate_cases
 
     corpus = _resolve_path(declared.corpus, base)
     if isinstance(corpus, Path):
+        from .io import read_corpus
+
         corpus = read_corpus(corpus)
     elif not isinstance(corpus, Corpus):
         raise UsageError(f"expected corpus= as a path or a Corpus, got {type(corpus).__name__}")
     cases = _resolve_path(declared.cases, base)
     if isinstance(cases, Path):
+        from .io import read_cases
+
         cases = read_cases(cases, corpus=corpus)
     else:
         cases = tuple(cases)
@@ -307,14 +312,16 @@ def _load_world(declared: Suite, base: Path) -> tuple[Any, Any]:
 
 
 def _load_retriever(value: Any, base: Path) -> Any:
+    """A suite's retriever as `check` should get it: module specs stay strings (so replay files record them)."""
     if not isinstance(value, str):
         return value
     from .cli import load_retriever_spec
 
     target, _, attr = value.rpartition(":")
-    if target.endswith(".py") and not Path(target).is_absolute():
-        value = f"{base / target}:{attr}"
-    return load_retriever_spec(value)
+    if target.endswith(".py"):
+        return load_retriever_spec(f"{target if Path(target).is_absolute() else base / target}:{attr}")
+    load_retriever_spec(value)  # fail on a typo now, as a usage error, not as one error result per unit
+    return value
 
 
 def _engine_report(item: RelationItem) -> dict[str, Any]:

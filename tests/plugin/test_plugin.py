@@ -6,7 +6,15 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
+# Imported here so pytester's in-process runs find them already loaded: its sys.modules snapshot drops modules
+# an inner run imports, and numpy's C extension cannot be loaded twice in one process.
+import ragmorph.adapters  # noqa: F401
+import ragmorph.demo  # noqa: F401
+import ragmorph.reporting  # noqa: F401
+import ragmorph.runner  # noqa: F401
+import ragmorph.worlds  # noqa: F401
 from ragmorph.strategies import CATALOG
 
 pytest_plugins = ["pytester"]
@@ -30,7 +38,7 @@ FAST = ("--ragmorph-max-examples", "3", "-p", "no:cacheprovider")
 
 
 def _relations(*families: str) -> list[str]:
-    return [f"{r.family}-{r.name}" for r in CATALOG if r.family in families]
+    return [f"{r.family}-{r.name.removeprefix(r.family + '.')}" for r in CATALOG if r.family in families]
 
 
 def _outcomes(result: pytest.RunResult) -> dict[str, int]:
@@ -90,7 +98,12 @@ settings.register_profile("tiny", max_examples=2, derandomize=True)
     )
     pytester.makepyfile(test_retriever=SUITE.format(strategies=("cutoff",)))
     junit = pytester.path / "junit.xml"
-    result = pytester.runpytest_inprocess("--hypothesis-profile", "tiny", f"--junitxml={junit}")
+    active = settings.get_current_profile_name()
+    try:
+        result = pytester.runpytest_inprocess("--hypothesis-profile", "tiny", f"--junitxml={junit}")
+    finally:
+        # Profiles are process-global: loading "tiny" in-process must not leak into the tests that follow.
+        settings.load_profile(active)
     result.stdout.fnmatch_lines(["ragmorph: seed=0 max_examples=2 derandomize=True*"])
     properties = {p.get("name"): p.get("value") for p in ET.parse(junit).iter("property")}
     assert properties["ragmorph_max_examples"] == "2"
@@ -122,7 +135,14 @@ def test_a_black_box_retriever_skips_corpus_edits_with_the_reason(pytester: pyte
 from ragmorph.adapters import BM25Retriever
 from ragmorph.pytest_plugin import suite
 
-ragmorph_suite = suite(retrievers={"fixed": BM25Retriever(WORLD.corpus)}, corpus=WORLD.corpus, cases=WORLD.cases,
+class FixedIndex:
+    # A black box: a retriever over a fixed corpus, with no factory and no add/remove.
+    def __init__(self):
+        self._inner = BM25Retriever(WORLD.corpus)
+    def retrieve(self, query, *, k, filters=None):
+        return self._inner.retrieve(query, k=k, filters=filters)
+
+ragmorph_suite = suite(retrievers={"fixed": FixedIndex()}, corpus=WORLD.corpus, cases=WORLD.cases,
                        strategies=("removal",), ks=(3,))
 """
     )
