@@ -222,14 +222,20 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """A plain left/right aligned text table (numbers right-aligned)."""
     widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) if rows else len(str(h)) for i, h in enumerate(headers)]
 
+    numeric = [bool(rows) and all(_looks_numeric(str(r[i])) for r in rows) for i in range(len(headers))]
+
     def line(cells: Sequence[str]) -> str:
         out = []
         for i, cell in enumerate(cells):
             text = str(cell)
-            out.append(text.ljust(widths[i]) if i == 0 else text.rjust(widths[i]))
+            out.append(text.rjust(widths[i]) if numeric[i] else text.ljust(widths[i]))
         return "  ".join(out).rstrip()
 
     return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+
+
+def _looks_numeric(text: str) -> bool:
+    return text == "-" or text.replace(".", "", 1).isdigit()
 
 
 def _fmt(value: float | None) -> str:
@@ -458,7 +464,7 @@ def command_strategies(args: argparse.Namespace, out: TextIO, err: TextIO) -> in
     ]
     out.write(_table(["family", "relation", "direction", "severity", "default"], table) + "\n\n")
     for row in rows:
-        out.write(f"{row['family']}.{row['name']}: {row['summary']}\n")
+        out.write(f"{row['name']}: {row['summary']}\n")
         for assumption in row.get("assumptions") or ():
             out.write(textwrap.fill(assumption, width=100, initial_indent="  assumes: ", subsequent_indent="    ") + "\n")
     return EXIT_OK
@@ -741,6 +747,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("ragmorph: interrupted\n")
         return 130
+    except BrokenPipeError:
+        # `ragmorph strategies | head`: the reader left; say nothing more and do not fail on the final flush.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ def test_strategies_lists_every_relation_of_the_catalog(capsys: pytest.CaptureFi
     assert main(["strategies"]) == EXIT_OK
     out = capsys.readouterr().out
     for relation in CATALOG:
-        assert f"{relation.family}.{relation.name}: " in out
+        assert f"{relation.name}: {relation.summary}" in out
     assert out.splitlines()[0].split() == ["family", "relation", "direction", "severity", "default"]
 
 
