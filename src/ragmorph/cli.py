@@ -98,24 +98,23 @@ def _name_list(text: str) -> tuple[str, ...]:
     return names
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
+def _positive(convert: Callable[[str], float], noun: str) -> Callable[[str], Any]:
+    """An argparse type accepting values > 0 of `convert` (int or float), naming `noun` in its errors."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {noun}, got {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"expected {noun}, got {value}")
+        return value
+
+    return parse
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {value}")
-    return value
+_positive_int = _positive(int, "a positive integer")
+_positive_float = _positive(float, "a positive number of seconds")
 
 
 # ----------------------------------------------------------------------------------------- loading retrievers
