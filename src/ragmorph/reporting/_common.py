@@ -21,6 +21,7 @@ __all__ = [
     "format_score",
     "format_value",
     "gone_ids",
+    "metric_pairs",
     "metric_sort_key",
     "ordered_results",
     "relation_rows",
@@ -126,6 +127,36 @@ def metric_sort_key(name: str) -> tuple[str, int, str]:
     """Sort metric names by measure, then numerically by cutoff (P@5 before P@10)."""
     measure, _, cutoff = name.partition("@")
     return (measure, int(cutoff) if cutoff.isdigit() else -1, name)
+
+
+def metric_pairs(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
+    """(label, base value, follow-up value) rows; a measure measured at different k on each side is one row.
+
+    A cutoff perturbation compares `R@3` with `R@10`: shown as the row `R@3->@10` rather than two half-empty rows.
+    """
+    names = sorted(set(before) | set(after), key=metric_sort_key)
+    by_measure: dict[str, tuple[list[str], list[str]]] = {}
+    for name in names:
+        measure = name.partition("@")[0]
+        sides = by_measure.setdefault(measure, ([], []))
+        if name in before and name not in after:
+            sides[0].append(name)
+        elif name in after and name not in before:
+            sides[1].append(name)
+    rows = []
+    paired: set[str] = set()
+    for name in names:
+        if name in paired:
+            continue
+        measure = name.partition("@")[0]
+        only_before, only_after = by_measure[measure]
+        if len(only_before) == 1 and len(only_after) == 1 and name in (only_before[0], only_after[0]):
+            old, new = only_before[0], only_after[0]
+            paired.update((old, new))
+            rows.append((f"{old}->@{new.partition('@')[2]}", before[old], after[new]))
+        else:
+            rows.append((name, before.get(name), after.get(name)))
+    return rows
 
 
 def format_value(value: Any) -> str:

@@ -18,6 +18,7 @@ from ._common import (
     format_score,
     format_value,
     gone_ids,
+    metric_pairs,
     metric_sort_key,
     ordered_results,
     relation_rows,
@@ -233,9 +234,9 @@ def _violation(number: int, retriever: str, violation: Mapping[str, Any]) -> str
     )
     bm, fm = base.get("metrics") or {}, follow.get("metrics") or {}
     metric_rows = "".join(
-        f'<tr class="{"changed" if bm.get(n) != fm.get(n) else ""}"><td><code>{_e(n)}</code></td>'
-        f'<td class="mono">{_e(format_value(bm.get(n)))}</td><td class="mono">{_e(format_value(fm.get(n)))}</td></tr>'
-        for n in sorted(set(bm) | set(fm), key=metric_sort_key)
+        f'<tr class="{"changed" if old != new else ""}"><td><code>{_e(label)}</code></td>'
+        f'<td class="mono">{_e(format_value(old))}</td><td class="mono">{_e(format_value(new))}</td></tr>'
+        for label, old, new in metric_pairs(bm, fm)
     )
     metrics = (
         '<table class="metrics"><thead><tr><th>metric</th><th>base</th><th>follow-up</th></tr></thead>'

@@ -16,7 +16,7 @@ from ._common import (
     format_score,
     format_value,
     gone_ids,
-    metric_sort_key,
+    metric_pairs,
     ordered_results,
     relation_rows,
     replay_command,
@@ -103,16 +103,34 @@ def render_summary(report: Mapping[str, Any], *, color: bool = False) -> str:
     return "\n".join(lines)
 
 
+_NOTES_PER_RETRIEVER = 3
+
+
 def _notes(report: Mapping[str, Any], table: Mapping[tuple[str, str, str], Cell]) -> list[str]:
+    """Why cells could not be judged: error cells, and cells where no case was applicable at all.
+
+    Partly applicable cells are not explained (some cases cannot test some relations, by design), and a
+    retriever failing everywhere collapses to one line; the JSON and HTML reports keep every reason.
+    """
     notes = []
     for retriever in retriever_names(report):
-        for strategy, relation, _ in relation_rows(report):
-            cell = table.get((retriever, strategy, relation))
-            if cell is None or not cell.reasons or cell.status == "fail":
+        for status, label in (("error", "error"), ("not_applicable", "not applicable")):
+            found = [
+                (relation, cell)
+                for strategy, relation, _ in relation_rows(report)
+                if (cell := table.get((retriever, strategy, relation))) is not None
+                and cell.status == status
+                and cell.reasons
+            ]
+            if len(found) > _NOTES_PER_RETRIEVER:
+                results = sum(cell.counts[status] for _, cell in found)
+                first = _clean(snippet(found[0][1].reasons[0], 110))
+                notes.append(f"  {_clean(retriever)}: {label} in {len(found)} relations ({results} results), e.g. {first}")
                 continue
-            label = "error" if cell.counts["error"] else "not applicable"
-            for reason in cell.reasons:
-                notes.append(f"  {_clean(relation)} @ {_clean(retriever)}: {label}: {_clean(snippet(reason, 160))}")
+            for relation, cell in found:
+                more = f" (+{len(cell.reasons) - 1} more)" if len(cell.reasons) > 1 else ""
+                reason = _clean(snippet(cell.reasons[0], 110))
+                notes.append(f"  {_clean(relation)} @ {_clean(retriever)}: {label}: {reason}{more}")
     return notes
 
 
@@ -190,24 +208,26 @@ def render_violation(
 
 
 def _metric_lines(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
-    names = sorted(set(before) | set(after), key=metric_sort_key)
-    if not names:
+    rows = metric_pairs(before, after)
+    if not rows:
         return []
-    width = max(len(n) for n in names)
+    width = max(len("metric"), *(len(_clean(label)) for label, _, _ in rows))
     lines = [f"  {'metric':<{width}}  base -> follow-up"]
-    for name in names:
-        old, new = before.get(name), after.get(name)
+    for label, old, new in rows:
         change = "" if old == new else "  (changed)"
-        lines.append(f"  {_clean(name):<{width}}  {format_value(old)} -> {format_value(new)}{change}")
+        lines.append(f"  {_clean(label):<{width}}  {format_value(old)} -> {format_value(new)}{change}")
     return lines
 
 
-def render_report(report: Mapping[str, Any], *, color: bool = False) -> str:
-    """The summary table followed by every violation, in the stable report order."""
+def render_report(report: Mapping[str, Any], *, color: bool = False, max_violations: int | None = None) -> str:
+    """The summary table followed by the violations (all, or the first `max_violations`) in report order."""
     parts = [render_summary(report, color=color)]
-    for result in ordered_results(report):
-        if result.get("violation"):
-            parts.append(render_violation(result["violation"], retriever=result["retriever"], color=color))
+    found = [r for r in ordered_results(report) if r.get("violation")]
+    shown = found if max_violations is None else found[: max(max_violations, 0)]
+    for result in shown:
+        parts.append(render_violation(result["violation"], retriever=result["retriever"], color=color))
+    if len(found) > len(shown):
+        parts.append(f"... and {len(found) - len(shown)} more violations (every one is in the JSON and HTML reports)")
     return "\n\n".join(parts)
 
 
