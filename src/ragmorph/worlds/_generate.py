@@ -80,7 +80,7 @@ class BuiltinWorld:
         return World(self.corpus, self.case(case_id), Params(k, filters if filters is not None else Filters()))
 
 
-@attrs.define
+@attrs.define(eq=False)
 class _Fact:
     key: str
     owner: str | None
@@ -376,7 +376,8 @@ class _Builder:
         revised = [f for f in facts if f.old_id is not None][:1]
         restated = [f for f in facts if len(f.chunk_ids) > 1][:1]
         first = revised + restated
-        return first + [f for f in facts if f not in first]
+        leading = {id(f) for f in first}
+        return first + [f for f in facts if id(f) not in leading]
 
     def _multi_pool(self, wanted: int) -> list[tuple[_Fact, _Fact]]:
         by_owner: dict[str | None, list[_Fact]] = {}
