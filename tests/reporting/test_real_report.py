@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import io
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
 
 from ragmorph.adapters import BM25Retriever
-from ragmorph.reporting import load_report, render_html, render_report, validate_report, write_json, write_junit
+from ragmorph.reporting import ProgressBar, load_report, render_html, render_report, validate_report, write_json, write_junit
 from ragmorph.runner import check
 from ragmorph.worlds import demo_world
 from support.zoo import TenantFilterAfterTruncation
@@ -27,6 +29,24 @@ def real_report() -> dict:
         seed=1,
     )
     return report.to_dict()
+
+
+class Terminal(io.StringIO):
+    """A text stream that claims to be a TTY."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bar_is_a_check_progress_callback() -> None:
+    world = demo_world()
+    stream = Terminal()
+    bar = ProgressBar(0, stream, delay=0.0)
+    with bar:
+        check(BM25Retriever, world.corpus, world.cases[:2], strategies=["cutoff"], ks=(1, 3), max_examples=2,
+              progress=bar)
+    assert bar.done == bar.total == 2
+    assert re.search(r"\] 2/2 \(100%\) \d+s\n$", stream.getvalue())
 
 
 def test_real_report_matches_the_schema_and_round_trips(real_report: dict, tmp_path) -> None:

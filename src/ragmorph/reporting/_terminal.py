@@ -266,8 +266,8 @@ class ProgressBar:
         self.done = min(self.done + n, self.total) if self.total else self.done + n
         self._maybe_draw()
 
-    def __call__(self, done: int, total: int | None = None) -> None:
-        """Progress-callback form: set the absolute count (and the total when it is known only now)."""
+    def __call__(self, done: int, total: int | None = None, *_unit: object) -> None:
+        """Callback form for `check(progress=bar)`: `(done, total, unit)` sets the absolute count (unit ignored)."""
         if total is not None:
             self.total = max(int(total), 0)
         self.done = done
