@@ -12,6 +12,7 @@ from typing import Any
 import attrs
 
 __all__ = [
+    "EXIT_MEANING",
     "Cell",
     "DiffRow",
     "Marks",
@@ -33,6 +34,13 @@ __all__ = [
 ]
 
 _STATUSES = ("pass", "fail", "error", "not_applicable")
+
+# The report's exit code in words (2, a usage or input error, never produces a report).
+EXIT_MEANING: dict[int, str] = {
+    0: "every hard relation holds",
+    1: "violations found",
+    3: "retriever errors prevented a verdict",
+}
 
 
 def retriever_names(report: Mapping[str, Any]) -> tuple[str, ...]:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ._common import (
+    EXIT_MEANING,
     Cell,
     Marks,
     cells,
@@ -83,8 +84,7 @@ td.is-gold { background: #f0fff4; } td.is-injected { background: #fffbea; } td.i
 footer { margin-top: 40px; color: var(--muted); font-size: 12px; }
 """
 
-_EXIT_MEANING = {0: ("pass", "every hard relation holds"), 1: ("fail", "violations found"),
-                 3: ("error", "retriever errors prevented a verdict")}
+_EXIT_STYLE = {0: "pass", 1: "fail", 3: "error"}
 
 
 _UNENCODABLE = re.compile("[\ud800-\udfff\x00]")
@@ -118,7 +118,8 @@ def _header(report: Mapping[str, Any]) -> str:
     manifest = report.get("manifest", {})
     summary = report.get("summary", {})
     settings = manifest.get("settings", {})
-    css, meaning = _EXIT_MEANING.get(summary.get("exit_code"), ("error", "unknown"))
+    css = _EXIT_STYLE.get(summary.get("exit_code"), "error")
+    meaning = EXIT_MEANING.get(summary.get("exit_code"), "unknown")
     rows = [
         ("ragmorph", manifest.get("ragmorph_version")),
         ("created", manifest.get("created")),

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
 from ._common import (
+    EXIT_MEANING,
     Cell,
     cells,
     describe_filters,
@@ -28,11 +29,6 @@ from ._common import (
 __all__ = ["ProgressBar", "render_report", "render_summary", "render_violation"]
 
 _ANSI = {"pass": "32", "fail": "1;31", "error": "33", "not_applicable": "2", "absent": "2", "bold": "1", "dim": "2"}
-_EXIT_MEANING = {
-    0: "every hard relation holds",
-    1: "violations found",
-    3: "retriever errors prevented a verdict",
-}
 
 
 def _clean(text: Any) -> str:
@@ -144,7 +140,7 @@ def _totals(report: Mapping[str, Any], color: bool) -> str:
     text = (
         f"{summary.get('pass', 0)} pass, {summary.get('fail', 0)} fail, {summary.get('error', 0)} error, "
         f"{summary.get('not_applicable', 0)} not applicable · {_count(summary.get('hard_failures', 0), 'hard failure')}, "
-        f"{_count(summary.get('soft_breaks', 0), 'soft break')} · exit code {code} ({_EXIT_MEANING.get(code, 'unknown')})"
+        f"{_count(summary.get('soft_breaks', 0), 'soft break')} · exit code {code} ({EXIT_MEANING.get(code, 'unknown')})"
     )
     style = {0: "pass", 1: "fail", 3: "error"}.get(code, "bold")
     return _paint(text, style, color)
