@@ -169,3 +169,8 @@ def langchain_bm25_factory(
         return [float(scores[positions[d.metadata[id_key]]]) for d in found]
 
     return LangChainRetriever(library, id_key=id_key, k_attr="k", corpus=corpus, scorer=bm25_scores)
+
+
+# Declared to the runner: a chunk sharing no word with the query scores exactly 0 (rank_bm25 sums per-term
+# contributions), so the distractor relations that assume a word-level lexical retriever apply.
+langchain_bm25_factory.ragmorph_traits = ("lexical",)  # type: ignore[attr-defined]

@@ -140,6 +140,9 @@ class LlamaIndexBM25Retriever:
     indexed by bm25s; it gets no hits for any query.
     """
 
+    # Declared to the runner: a chunk sharing no (stemmed) word with the query scores exactly 0 in bm25s.
+    ragmorph_traits = ("lexical",)
+
     def __init__(
         self,
         corpus: Corpus,
@@ -223,3 +226,6 @@ class LlamaIndexBM25Retriever:
 def llamaindex_bm25_factory(corpus: Corpus, **options: Any) -> LlamaIndexBM25Retriever:
     """Build llama-index-retrievers-bm25 over exactly `corpus` (options: id_key, language, skip_stemming...)."""
     return LlamaIndexBM25Retriever(corpus, **options)
+
+
+llamaindex_bm25_factory.ragmorph_traits = LlamaIndexBM25Retriever.ragmorph_traits  # type: ignore[attr-defined]
