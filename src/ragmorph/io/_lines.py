@@ -1,0 +1,184 @@
+"""Shared plumbing for the readers and writers: numbered UTF-8 lines, strict JSON, field checks, atomic writes."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+import os
+import tempfile
+from collections.abc import Collection, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError, describe
+
+__all__ = [
+    "atomic_write_text",
+    "check_fields",
+    "dumps_line",
+    "iter_json_objects",
+    "iter_text_lines",
+    "loads_strict",
+    "read_bytes",
+]
+
+PathLike = str | os.PathLike
+
+
+def read_bytes(path: PathLike) -> bytes:
+    """The bytes of `path`; a missing or unreadable file is an InputError naming it."""
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError:
+        raise InputError("expected an existing file, got a path that does not exist", file=str(path)) from None
+    except IsADirectoryError:
+        raise InputError("expected a file, got a directory", file=str(path)) from None
+    except OSError as error:
+        raise InputError(f"expected a readable file, got {error.strerror}", file=str(path)) from None
+
+
+def iter_text_lines(path: PathLike) -> Iterator[tuple[int, str]]:
+    """Yield (1-based line number, text) for each non-blank line, decoding UTF-8 line by line.
+
+    Decoding per line lets an invalid byte be reported at its own line. A leading byte-order mark is not data
+    and is dropped; `\\r\\n` endings are accepted. Blank (whitespace-only) lines are skipped.
+    """
+    data = read_bytes(path)
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise InputError(
+                f"expected UTF-8 text, got byte {raw[error.start:error.start + 1]!r} at column {error.start + 1}"
+                " (re-save the file as UTF-8)",
+                file=str(path),
+                line=number,
+            ) from None
+        text = text.removesuffix("\r")
+        if text.strip():
+            yield number, text
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON (use null or a finite number)")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            # Plain json.loads keeps the last duplicate silently; a repeated key is almost always a mistake.
+            raise ValueError(f"duplicate key {key!r} in one object")
+        result[key] = value
+    return result
+
+
+def loads_strict(text: str, *, file: str | None = None, line: int | None = None) -> Any:
+    """Parse strict JSON (no NaN/Infinity, no repeated keys) or raise InputError at `file`:`line`."""
+    try:
+        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as error:
+        raise InputError(
+            f"expected valid JSON, got {error.msg} at column {error.colno}", file=file, line=line
+        ) from None
+    except ValueError as error:
+        raise InputError(f"expected valid JSON, got {error}", file=file, line=line) from None
+
+
+def iter_json_objects(path: PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (line number, object) for each non-blank line of a JSON Lines file; non-objects are errors."""
+    for number, text in iter_text_lines(path):
+        value = loads_strict(text, file=str(path), line=number)
+        if not isinstance(value, dict):
+            raise InputError(
+                f"expected one JSON object per line, got {describe(value, 60)}", file=str(path), line=number
+            )
+        yield number, value
+
+
+def check_fields(
+    record: Mapping[str, Any],
+    *,
+    required: Collection[str],
+    allowed: Collection[str],
+    file: str | None = None,
+    line: int | None = None,
+    hint: str = "",
+) -> None:
+    """Raise InputError for a missing required field or an unknown one (with a did-you-mean suggestion)."""
+    for name in record:
+        if name not in allowed:
+            close = difflib.get_close_matches(name, list(allowed), n=1)
+            suggestion = f"; did you mean {close[0]!r}?" if close else ""
+            raise InputError(
+                f"expected one of {sorted(allowed)}, got unknown field {name!r}{suggestion}{hint}",
+                file=file,
+                line=line,
+                field=name,
+                value=record[name],
+            )
+    # Unknown fields first: a misspelt required field is best reported with its suggestion.
+    for name in required:
+        if name not in record:
+            raise InputError(f"expected field {name!r}, got no such field", file=file, line=line, field=name)
+
+
+def _canonical(value: Any) -> Any:
+    # Sorted object keys make equal values write equal bytes whatever order they were built in.
+    if isinstance(value, Mapping):
+        return {str(key): _canonical(value[key]) for key in sorted(value, key=str)}
+    if isinstance(value, (list, tuple)):
+        return [_canonical(item) for item in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{value!r} is not valid JSON")
+    return value
+
+
+def dumps_line(record: Mapping[str, Any], *, sort_keys_of: Collection[str] = ()) -> str:
+    """One JSON line: top-level keys in the given order, the values under `sort_keys_of` canonically sorted."""
+    ordered = {key: (_canonical(value) if key in sort_keys_of else value) for key, value in record.items()}
+    return json.dumps(ordered, ensure_ascii=False, allow_nan=False)
+
+
+def _mode_for(target: Path) -> int:
+    try:
+        return target.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0o022)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def atomic_write_text(path: PathLike, text: str) -> None:
+    """Write `text` as UTF-8 to `path` via a temporary file in the same folder and an atomic rename.
+
+    A crash never leaves a half-written file, and a reader that has the old file open keeps reading the old
+    content (the rename swaps the directory entry; it never truncates the file being read). A symlink is
+    followed, so its target is replaced. Text that cannot be UTF-8 (lone surrogates) is an InputError.
+    """
+    target = Path(os.path.realpath(path))
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise InputError(
+            f"expected text encodable as UTF-8, got {text[error.start:error.end]!r} (a lone surrogate)",
+            file=str(path),
+        ) from None
+    if not target.parent.is_dir():
+        raise InputError("expected an existing folder to write into, got a missing folder", file=str(path))
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        # mkstemp creates 0600 files; keep the replaced file's mode, else use what an ordinary open() gives.
+        os.chmod(temporary, _mode_for(target))
+        os.replace(temporary, target)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
