@@ -150,7 +150,9 @@ def test_pickles_without_its_connection_pool(server: RetrieverServer) -> None:
 
 def test_template_rendering_keeps_types_and_interpolates_text() -> None:
     values = {"query": "q?", "k": 3, "tenant": None, "current_only": False, "metadata": {"a": 1}, "filters": None}
-    template = {"q": "${query}", "n": ["${k}", "top-${k}"], "t": "${tenant}", "m": "${metadata}", "lit": "$$5 ${tenant}"}
+    template = {
+        "q": "${query}", "n": ["${k}", "top-${k}"], "t": "${tenant}", "m": "${metadata}", "lit": "$$5 ${tenant}"
+    }
     assert render_template(template, values) == {"q": "q?", "n": [3, "top-3"], "t": None, "m": {"a": 1}, "lit": "$5 "}
 
 

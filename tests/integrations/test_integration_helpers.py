@@ -19,7 +19,7 @@ from ragmorph.adapters._integration import (
     with_setting,
 )
 from ragmorph.errors import UsageError
-from ragmorph.model import Chunk, Filters
+from ragmorph.model import Chunk, Corpus, Filters
 from support.generators import chunks, corpora
 from support.integration_checks import tenant_corpus
 
@@ -66,7 +66,7 @@ def _same_in_json(a: object, b: object) -> bool:
 
 @settings(max_examples=30, deadline=None)
 @given(corpus=corpora(min_size=1, max_size=6), data=st.data())
-def test_metadata_allows_agrees_with_filters_allows(corpus, data: st.DataObject) -> None:  # type: ignore[no-untyped-def]
+def test_metadata_allows_agrees_with_filters_allows(corpus: Corpus, data: st.DataObject) -> None:
     source = data.draw(st.sampled_from(corpus.chunks))
     constraint = {}
     if source.metadata:

@@ -115,7 +115,7 @@ def test_documents_without_ids_are_invalid_responses() -> None:
 
 def test_document_id_is_the_fallback_id() -> None:
     library = BM25Retriever.from_documents(
-        [Document(page_content="alpha", id="x#1"), Document(page_content="b", id="y"), Document(page_content="c", id="z")]
+        [Document(page_content=text, id=chunk_id) for text, chunk_id in (("alpha", "x#1"), ("b", "y"), ("c", "z"))]
     )
     assert LangChainRetriever(library).retrieve("alpha", k=1)[0].id == "x#1"
 
@@ -134,7 +134,9 @@ def test_only_base_retrievers_are_accepted() -> None:
         LangChainRetriever(tenant_corpus())  # what the CLI would pass if this class were given as a factory
 
 
-@pytest.mark.parametrize("corpus", [Corpus([]), Corpus([Chunk("a", ""), Chunk("b", "   ")])], ids=["empty", "no-tokens"])
+@pytest.mark.parametrize(
+    "corpus", [Corpus([]), Corpus([Chunk("a", ""), Chunk("b", "   ")])], ids=["empty", "no-tokens"]
+)
 def test_corpora_rank_bm25_cannot_index_give_no_hits(corpus: Corpus) -> None:
     adapter = langchain_bm25_factory(corpus)
     assert adapter.retrieve("anything", k=3) == ()

@@ -34,7 +34,8 @@ def tenant_corpus() -> Corpus:
                   superseded_by="fin-1#9"),
             Chunk("fin-2#0", "Invoice approval needs a manager.", source="fin-2", metadata={"tags": ["a", "b"]}),
             Chunk("faq#0", "Remote work from another region needs approval.", source="faq"),
-            Chunk("faq#1", "Café naïve Ärger 数据 検索 — unicode text about leave.", source="faq", tenant="acme"),
+            Chunk("faq#1", "Café naïve Ärger 数据 検索 — unicode text about leave.", source="faq",
+                  tenant="acme"),
             Chunk("empty#0", "", source="empty"),
         ]
     )

@@ -22,8 +22,9 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from ..errors import UsageError, describe
+from ..errors import InvalidResponse, UsageError, describe
 from ..model import Chunk, Corpus, Filters
+from ._protocol import excerpt
 
 __all__ = [
     "CHUNK_FIELD_KEYS",
@@ -34,8 +35,10 @@ __all__ = [
     "check_id_key",
     "encode_value",
     "fetch_filtered",
+    "fetch_identified",
     "filter_predicate",
     "metadata_allows",
+    "require_chunk_id",
     "with_setting",
 ]
 
@@ -121,8 +124,8 @@ def filter_predicate(
 ) -> Callable[[str, Mapping[str, Any]], bool] | None:
     """A `(chunk_id, metadata) -> keep` test for `filters`, or None when they exclude nothing.
 
-    With a corpus (or an id -> Chunk mapping) the chunk's own fields decide (`Filters.allows`); an id missing from the corpus is kept so
-    that response validation reports it instead of the filter hiding it. Without a corpus the document
+    With a corpus (or an id -> Chunk mapping) the chunk's own fields decide (`Filters.allows`); an id missing
+    from the corpus is kept so that response validation reports it instead of the filter hiding it. Without a corpus the document
     metadata decides (`metadata_allows`).
     """
     if filters is None or filters.is_empty:
@@ -159,6 +162,36 @@ def fetch_filtered(
             return kept[:k]
         previous = len(got)
         wanted *= _GROWTH
+
+
+def require_chunk_id(
+    metadata: Mapping[str, Any], fallback: Any, *, id_key: str, what: str, query: str, item: Any
+) -> str:
+    """The chunk id a library item carries in ``metadata[id_key]`` (else `fallback`, its own id), or raise.
+
+    `what` names the item in the message (e.g. "LangChain Document"); the excerpt shows the item itself.
+    """
+    chunk_id = metadata.get(id_key) or fallback
+    if not isinstance(chunk_id, str) or not chunk_id:
+        raise InvalidResponse(
+            f"expected each {what} to carry its chunk id in metadata[{id_key!r}] or its own id, got "
+            f"{describe(chunk_id)}; build them with metadata={{{id_key!r}: chunk.id}}",
+            query=query,
+            excerpt=excerpt(item),
+        )
+    return chunk_id
+
+
+def fetch_identified(
+    fetch: Callable[[int], Sequence[tuple[str, Mapping[str, Any], T]]],
+    *,
+    k: int,
+    filters: Filters | None,
+    corpus: Corpus | Mapping[str, Chunk] | None,
+) -> list[tuple[str, Mapping[str, Any], T]]:
+    """`fetch_filtered` over `(chunk_id, metadata, item)` triples, judged by `filter_predicate(filters, corpus)`."""
+    keep = filter_predicate(filters, corpus)
+    return fetch_filtered(fetch, k=k, keep=None if keep is None else (lambda found: keep(found[0], found[1])))
 
 
 def with_setting(obj: T, path: str, value: Any) -> T:

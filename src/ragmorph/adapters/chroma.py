@@ -35,8 +35,7 @@ from ._integration import (
     check_id_key,
     chunk_metadata,
     encode_value,
-    fetch_filtered,
-    filter_predicate,
+    fetch_identified,
 )
 from .embedders import Embedder, HashingEmbedder
 
@@ -187,7 +186,8 @@ class ChromaRetriever:
         with self._lock:
             clashing = [c.id for c in chunks if c.id in self._chunks]
             if clashing or len({c.id for c in chunks}) != len(chunks):
-                raise UsageError(f"expected chunk ids not indexed yet, got repeated ids {clashing[:5] or 'in the batch'}")
+                repeated = clashing[:5] or "within the batch"
+                raise UsageError(f"expected chunk ids not indexed yet, got repeated ids {repeated}")
             batch = max(1, int(self.client.get_max_batch_size()))
             for start in range(0, len(chunks), batch):
                 part = chunks[start : start + batch]
@@ -224,14 +224,16 @@ class ChromaRetriever:
     def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> tuple[Hit, ...]:
         """The k nearest chunks to `query` by inner product, filtered in Chroma and checked again here."""
         self._check_open()
-        keep = filter_predicate(filters, self._chunks)
         where = where_clause(filters)
-        pairs = fetch_filtered(
-            lambda n: self._query(query, n, where),
+        found = fetch_identified(
+            lambda n: [(chunk_id, {}, score) for chunk_id, score in self._query(query, n, where)],
             k=k,
-            keep=None if keep is None else (lambda pair: keep(pair[0], {})),
+            filters=filters,
+            corpus=self._chunks,
         )
-        return tuple(Hit(chunk_id, score, getattr(self._chunks.get(chunk_id), "text", None)) for chunk_id, score in pairs)
+        return tuple(
+            Hit(chunk_id, score, getattr(self._chunks.get(chunk_id), "text", None)) for chunk_id, _, score in found
+        )
 
 
 def chroma_factory(corpus: Corpus) -> ChromaRetriever:

@@ -18,13 +18,12 @@ How the contract maps onto LangChain:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..errors import InvalidResponse, UsageError, describe
+from ..errors import UsageError, describe
 from ..model import Corpus, Filters, Hit
-from ._integration import check_id_key, chunk_metadata, fetch_filtered, filter_predicate, with_setting
-from ._protocol import excerpt
+from ._integration import check_id_key, chunk_metadata, fetch_identified, require_chunk_id, with_setting
 
 __all__ = ["LangChainRetriever", "langchain_bm25_factory"]
 
@@ -77,27 +76,21 @@ class LangChainRetriever:
         documents = list(retriever.invoke(query))
         return documents if self.k_attr is not None else documents[:n]
 
-    def _chunk_id(self, document: Any, query: str) -> str:
-        metadata = getattr(document, "metadata", None) or {}
-        chunk_id = metadata.get(self.id_key) or getattr(document, "id", None)
-        if not isinstance(chunk_id, str) or not chunk_id:
-            raise InvalidResponse(
-                f"expected each LangChain Document to carry its chunk id in metadata[{self.id_key!r}] or "
-                f"Document.id, got {describe(chunk_id)}; build documents with metadata={{{self.id_key!r}: chunk.id}}",
-                query=query,
-                excerpt=excerpt(document),
+    def _identified(self, query: str, n: int) -> list[tuple[str, Mapping[str, Any], Any]]:
+        found = []
+        for document in self._documents(query, n):
+            metadata = getattr(document, "metadata", None) or {}
+            chunk_id = require_chunk_id(
+                metadata, getattr(document, "id", None), id_key=self.id_key, what="LangChain Document", query=query,
+                item=document,
             )
-        return chunk_id
+            found.append((chunk_id, metadata, document))
+        return found
 
     def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> tuple[Hit, ...]:
         """The retriever's top k documents for `query` as hits, honouring `filters` by post-filtering."""
-        keep = filter_predicate(filters, self.corpus)
-        pairs = fetch_filtered(
-            lambda n: [(self._chunk_id(d, query), d) for d in self._documents(query, n)],
-            k=k,
-            keep=None if keep is None else (lambda pair: keep(pair[0], pair[1].metadata or {})),
-        )
-        documents = [document for _, document in pairs]
+        found = fetch_identified(lambda n: self._identified(query, n), k=k, filters=filters, corpus=self.corpus)
+        documents = [document for _, _, document in found]
         if self._scorer is not None:
             scores: Sequence[float | None] = self._scorer(query, documents)
         elif self.score_key is not None:
@@ -106,7 +99,7 @@ class LangChainRetriever:
             scores = [None] * len(documents)
         return tuple(
             Hit(chunk_id, None if score is None else float(score), document.page_content)
-            for (chunk_id, document), score in zip(pairs, scores)
+            for (chunk_id, _, document), score in zip(found, scores)
         )
 
 

@@ -25,9 +25,10 @@ How the contract maps onto LlamaIndex:
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from typing import Any
 
-from ..errors import InvalidResponse, UsageError, describe
+from ..errors import UsageError, describe
 from ..model import Corpus, Filters, Hit
 from ._integration import (
     CURRENT,
@@ -36,11 +37,10 @@ from ._integration import (
     check_id_key,
     chunk_metadata,
     encode_value,
-    fetch_filtered,
-    filter_predicate,
+    fetch_identified,
+    require_chunk_id,
     with_setting,
 )
-from ._protocol import excerpt
 
 __all__ = ["LlamaIndexBM25Retriever", "LlamaIndexRetriever", "llamaindex_bm25_factory"]
 
@@ -50,7 +50,8 @@ _MAX_CACHED_BUILDS = 64
 
 def _missing(what: str, error: ImportError) -> UsageError:
     return UsageError(
-        f"expected {what} to be installed, got ImportError ({error}); install it with `pip install 'ragmorph[llamaindex]'`"
+        f"expected {what} to be installed, got ImportError ({error}); "
+        "install it with `pip install 'ragmorph[llamaindex]'`"
     )
 
 
@@ -92,30 +93,24 @@ class LlamaIndexRetriever:
         found = list(retriever.retrieve(query))
         return found if self.k_attr is not None else found[:n]
 
-    def _chunk_id(self, scored: Any, query: str) -> str:
-        node = getattr(scored, "node", None)
-        metadata = getattr(node, "metadata", None) or {}
-        chunk_id = metadata.get(self.id_key) or getattr(node, "node_id", None)
-        if not isinstance(chunk_id, str) or not chunk_id:
-            raise InvalidResponse(
-                f"expected each LlamaIndex node to carry its chunk id in metadata[{self.id_key!r}] or node_id, "
-                f"got {describe(chunk_id)}; build nodes with metadata={{{self.id_key!r}: chunk.id}}",
-                query=query,
-                excerpt=excerpt(scored),
+    def _identified(self, query: str, n: int) -> list[tuple[str, Mapping[str, Any], Any]]:
+        found = []
+        for scored in self._scored_nodes(query, n):
+            node = getattr(scored, "node", None)
+            metadata = getattr(node, "metadata", None) or {}
+            chunk_id = require_chunk_id(
+                metadata, getattr(node, "node_id", None), id_key=self.id_key, what="LlamaIndex node", query=query,
+                item=scored,
             )
-        return chunk_id
+            found.append((chunk_id, metadata, scored))
+        return found
 
     def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> tuple[Hit, ...]:
         """The retriever's top k nodes for `query` as hits, honouring `filters` by post-filtering."""
-        keep = filter_predicate(filters, self.corpus)
-        pairs = fetch_filtered(
-            lambda n: [(self._chunk_id(s, query), s) for s in self._scored_nodes(query, n)],
-            k=k,
-            keep=None if keep is None else (lambda pair: keep(pair[0], pair[1].node.metadata or {})),
-        )
+        found = fetch_identified(lambda n: self._identified(query, n), k=k, filters=filters, corpus=self.corpus)
         return tuple(
             Hit(chunk_id, None if scored.score is None else float(scored.score), scored.node.get_content())
-            for chunk_id, scored in pairs
+            for chunk_id, _, scored in found
         )
 
 
