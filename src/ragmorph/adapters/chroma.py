@@ -7,9 +7,10 @@ Needs the extra ``ragmorph[chroma]`` (chromadb). Chroma is imported only when a 
   exception), and by a `weakref.finalize` safety net when the retriever is garbage collected or the process
   exits.
 - Embeddings come from a ragmorph `Embedder` (default `HashingEmbedder()`) wrapped as a Chroma embedding
-  function, so Chroma never downloads its default model. The space is inner product over L2-normalised rows,
-  so the score ``1 - distance`` is the cosine similarity, and a text without tokens (the zero vector) scores 0
-  instead of a NaN cosine. HNSW search runs with a large ``ef_search`` so small corpora are searched exactly.
+  function, so Chroma never downloads its default model. The space is inner product over the embedder's
+  L2-normalised rows, so the score ``1 - distance`` is exactly their dot product, the cosine similarity (a
+  text without tokens embeds to the zero row and scores 0). HNSW search runs with a large ``ef_search`` so
+  small corpora are searched exactly.
 - Chunk fields are stored as metadata with the encoding of `ragmorph.adapters._integration`: Chroma metadata
   cannot hold None, so a shared chunk stores ``tenant=""`` and a current chunk ``superseded_by=""``. Filters
   become a native ``where`` clause: ``{"tenant": {"$in": [tenant, ""]}}`` for a tenant,
