@@ -8,8 +8,9 @@ plus, on an exact tie, the tied documents with a larger id (trec_eval's tie orde
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import chain
+from itertools import chain, compress, repeat
 
 import numpy as np
 
@@ -19,8 +20,10 @@ from ._single import QueryScores
 
 __all__ = ["BatchResult", "evaluate_batch"]
 
-# Rows of the padded score matrix compared at once; bounds the temporary to about 40 MB at depth 100.
-_BLOCK_ROWS = 50_000
+# Queries whose padded score matrix is built and compared at once: small enough (about 3 MB at depth 100) that
+# the comparison passes hit the CPU cache; _BLOCK_CELLS caps a block when some rankings are very long.
+_BLOCK_ROWS = 4_096
+_BLOCK_CELLS = 1 << 20
 
 
 class BatchResult(dict):  # type: ignore[type-arg]
@@ -61,117 +64,144 @@ class BatchResult(dict):  # type: ignore[type-arg]
         return result
 
 
+def _within_group_positions(rows: np.ndarray, count: int) -> np.ndarray:
+    """0-based position of each entry within its run of equal `rows` (rows must be grouped, non-decreasing)."""
+    sizes = np.bincount(rows, minlength=count)
+    return np.arange(len(rows)) - (np.cumsum(sizes) - sizes)[rows]
+
+
+def _order_within_groups(rows: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """A permutation sorting grouped `rows` entries by non-negative integer `keys` within each group."""
+    if len(rows) == 0:
+        return np.arange(0)
+    # One integer sort on a composite key is several times faster than np.lexsort on two keys.
+    return np.argsort(rows * (int(keys.max()) + 1) + keys, kind="stable")
+
+
 class _Judged:
     """The relevant documents found in the run: their query row, 0-based rank and gain, sorted by (row, rank)."""
 
-    def __init__(self, rows: np.ndarray, ranks: np.ndarray, gains: np.ndarray) -> None:
-        order = np.lexsort((ranks, rows))
+    def __init__(self, rows: np.ndarray, ranks: np.ndarray, gains: np.ndarray, count: int) -> None:
+        order = _order_within_groups(rows, ranks)
         self.rows = rows[order]
         self.ranks = ranks[order]
         self.gains = gains[order]
         # 1-based position of each found document among its query's found documents.
-        starts = np.searchsorted(self.rows, self.rows, side="left")
-        self.nth = np.arange(1, len(self.rows) + 1) - starts
+        self.nth = _within_group_positions(self.rows, count) + 1
 
 
-def _positive_judgements(qrels: Mapping[str, Mapping[str, int]], qids: Sequence[str]) -> list[list[tuple[str, float]]]:
-    judged = []
-    for qid in qids:
-        levels = qrels.get(qid)
-        if not levels:
-            judged.append([])
-            continue
-        if not isinstance(levels, Mapping):
-            raise UsageError(f"expected qrels[{qid!r}] to map doc ids to relevance levels, got {describe(levels)}")
-        judged.append([(doc, float(level)) for doc, level in levels.items() if level > 0])
-    return judged
+class _Qrels:
+    """Every judgement flattened in query order: doc ids, levels (floats) and query rows."""
+
+    def __init__(self, qrels: Mapping[str, Mapping[str, int]], qids: Sequence[str]) -> None:
+        maps: list[Mapping[str, int]] = []
+        for qid in qids:
+            levels = qrels.get(qid)
+            if levels is None:
+                levels = {}
+            elif type(levels) is not dict and not isinstance(levels, Mapping):  # ABC checks cost ~1 us each
+                raise UsageError(f"expected qrels[{qid!r}] to map doc ids to relevance levels, got {describe(levels)}")
+            maps.append(levels)
+        count = len(maps)
+        self.sizes = np.fromiter(map(len, maps), dtype=np.int64, count=count)
+        total = int(self.sizes.sum())
+        self.docs: list[str] = list(chain.from_iterable(maps))
+        try:
+            self.levels = np.fromiter(chain.from_iterable(m.values() for m in maps), dtype=np.float64, count=total)
+        except (TypeError, ValueError) as error:
+            raise UsageError(f"expected numeric relevance levels in qrels, got an error: {error}") from None
+        self.rows = np.repeat(np.arange(count), self.sizes)
+        self.positive = self.levels > 0
+        self.relevant_total = np.bincount(self.rows[self.positive], minlength=count).astype(np.float64)
+
+
+def _score_block(maps: list[dict[str, float]], lengths: np.ndarray) -> np.ndarray:
+    """The rankings' scores as rows of a matrix padded with -inf, read straight from the dicts (all in C)."""
+    width = max(int(lengths.max()), 1)
+    padded = map(chain, map(dict.values, maps), map(repeat, repeat(-math.inf), (width - lengths).tolist()))
+    try:
+        matrix = np.fromiter(chain.from_iterable(padded), dtype=np.float64, count=len(maps) * width)
+    except (TypeError, ValueError) as error:
+        raise UsageError(f"expected numeric scores in the run, got an error: {error}") from None
+    if np.isnan(matrix).any():
+        raise UsageError("expected numeric scores in the run, got NaN; drop or fix those entries")
+    return matrix.reshape(len(maps), width)
 
 
 def _scored_ranks(
-    maps: list[Mapping[str, float]], judged: list[list[tuple[str, float]]]
+    maps: list[Mapping[str, float]], judged: _Qrels
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Ranks of the relevant documents in score-ordered runs; also returns each query's length."""
-    count = len(maps)
-    lengths = np.fromiter(map(len, maps), dtype=np.int64, count=count)
-    total = int(lengths.sum())
-    scores = np.fromiter(chain.from_iterable([m.values() for m in maps]), dtype=np.float64, count=total)
-    if np.isnan(scores).any():
-        raise UsageError("expected numeric scores in the run, got NaN; drop or fix those entries")
-    width = int(lengths.max()) if count else 0
-    uniform = count > 0 and bool((lengths == width).all())
-    if uniform:
-        matrix = scores.reshape(count, width)
-    else:
-        matrix = np.full((count, max(width, 1)), -np.inf)
-        rows = np.repeat(np.arange(count), lengths)
-        columns = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        matrix[rows, columns] = scores
+    runs = [m if type(m) is dict else dict(m) for m in maps]  # dict.get and dict.values run in C on real dicts
+    count = len(runs)
+    lengths = np.fromiter(map(len, runs), dtype=np.int64, count=count)
 
-    rows_found: list[int] = []
-    scores_found: list[float] = []
-    gains_found: list[float] = []
-    docs_found: list[str] = []
-    for row, (ranking, positives) in enumerate(zip(maps, judged)):
-        for doc, gain in positives:
-            score = ranking.get(doc)
-            if score is not None:
-                rows_found.append(row)
-                scores_found.append(score)
-                gains_found.append(gain)
-                docs_found.append(doc)
-    found_rows = np.asarray(rows_found, dtype=np.int64)
-    found_scores = np.asarray(scores_found, dtype=np.float64)
-    ranks = np.empty(len(found_rows), dtype=np.int64)
-    tied = np.zeros(len(found_rows), dtype=bool)
-    for start in range(0, len(found_rows), _BLOCK_ROWS):
-        block = slice(start, start + _BLOCK_ROWS)
-        candidates = matrix[found_rows[block]]
-        target = found_scores[block, None]
-        ranks[block] = (candidates > target).sum(axis=1)
-        equal = candidates == target
-        if not uniform:
-            equal &= np.arange(matrix.shape[1]) < lengths[found_rows[block], None]
-        tied[block] = equal.sum(axis=1) > 1
+    # The score of every relevant judged document in its query's run (NaN when not retrieved), looked up in C.
+    relevant = np.flatnonzero(judged.positive)
+    keep = judged.positive.tolist()
+    owners = compress(chain.from_iterable(map(repeat, runs, judged.sizes.tolist())), keep)
+    relevant_scores = np.fromiter(
+        map(dict.get, owners, compress(judged.docs, keep), repeat(math.nan)), dtype=np.float64, count=len(relevant)
+    )
+    retrieved = ~np.isnan(relevant_scores)
+    found = relevant[retrieved]
+    found_rows = judged.rows[found]  # grouped by row, non-decreasing
+    found_scores = relevant_scores[retrieved]
+
+    # Rank = documents of the same query scoring higher, counted block by block of queries so that the
+    # padded score matrix stays small and in cache even when one ranking is far longer than the rest.
+    ranks = np.empty(len(found), dtype=np.int64)
+    tied = np.zeros(len(found), dtype=bool)
+    first = 0
+    while first < count:
+        last = min(count, first + _BLOCK_ROWS)
+        while last - first > 1 and (last - first) * int(lengths[first:last].max()) > _BLOCK_CELLS:
+            last = first + (last - first) // 2
+        matrix = _score_block(runs[first:last], lengths[first:last])
+        lo, hi = np.searchsorted(found_rows, [first, last])
+        candidates = matrix[found_rows[lo:hi] - first]
+        target = found_scores[lo:hi, None]
+        ranks[lo:hi] = (candidates > target).sum(axis=1)
+        # Padding can pose as a tie with a -inf score; the exact count below only looks at real documents.
+        tied[lo:hi] = (candidates == target).sum(axis=1) > 1
+        first = last
     for index in np.flatnonzero(tied).tolist():
         # trec_eval orders equal scores by doc id, descending: larger ids come first.
-        doc, score = docs_found[index], scores_found[index]
-        ranks[index] += sum(1 for other, value in maps[rows_found[index]].items() if value == score and other > doc)
-    return found_rows, ranks, np.asarray(gains_found, dtype=np.float64), lengths
+        doc, score = judged.docs[found[index]], found_scores[index]
+        ranks[index] += sum(1 for other, value in runs[found_rows[index]].items() if value == score and other > doc)
+    return found_rows, ranks, judged.levels[found], lengths
 
 
 def _listed_ranks(
-    lists: list[Sequence[str]], judged: list[list[tuple[str, float]]]
+    lists: list[Sequence[str]], judged: _Qrels
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Ranks of the relevant documents in ranked id lists (first occurrence of a repeated id counts)."""
-    rows_found: list[int] = []
+    found: list[int] = []
     ranks: list[int] = []
-    gains: list[float] = []
-    for row, (ranking, positives) in enumerate(zip(lists, judged)):
-        for doc, gain in positives:
-            try:
-                rank = ranking.index(doc)
-            except ValueError:
-                continue
-            rows_found.append(row)
-            ranks.append(rank)
-            gains.append(gain)
+    rows = judged.rows.tolist()
+    for index in np.flatnonzero(judged.positive).tolist():
+        try:
+            ranks.append(lists[rows[index]].index(judged.docs[index]))
+        except ValueError:
+            continue
+        found.append(index)
     lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
-    return (
-        np.asarray(rows_found, dtype=np.int64),
-        np.asarray(ranks, dtype=np.int64),
-        np.asarray(gains, dtype=np.float64),
-        lengths,
-    )
+    chosen = np.asarray(found, dtype=np.int64)
+    return judged.rows[chosen], np.asarray(ranks, dtype=np.int64), judged.levels[chosen], lengths
 
 
-def _ideal_dcg(judged: list[list[tuple[str, float]]], ks: Iterable[int]) -> dict[int, np.ndarray]:
-    count = len(judged)
-    sizes = np.fromiter(map(len, judged), dtype=np.int64, count=count)
-    gains = np.fromiter((gain for positives in judged for _doc, gain in positives), dtype=np.float64, count=int(sizes.sum()))
-    rows = np.repeat(np.arange(count), sizes)
-    order = np.lexsort((-gains, rows))
-    gains, rows = gains[order], rows[order]
-    positions = np.arange(len(rows)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+def _ideal_dcg(judged: _Qrels, ks: Iterable[int]) -> dict[int, np.ndarray]:
+    count = len(judged.sizes)
+    gains, rows = judged.levels[judged.positive], judged.rows[judged.positive]
+    if len(gains) and gains.min() != gains.max():
+        # The ideal ranking puts the largest gains first; levels are usually small integers, sorted in one pass.
+        top = gains.max()
+        if np.array_equal(gains, np.floor(gains)) and top < 2**20:
+            order = _order_within_groups(rows, (top - gains).astype(np.int64))
+        else:
+            order = np.lexsort((-gains, rows))
+        gains, rows = gains[order], rows[order]
+    positions = _within_group_positions(rows, count)
     discounted = gains / np.log2(positions + 2.0)
     return {k: np.bincount(rows[positions < k], weights=discounted[positions < k], minlength=count) for k in ks}
 
@@ -212,14 +242,16 @@ def evaluate_batch(
     if not isinstance(run, Mapping) or not isinstance(qrels, Mapping):
         raise UsageError(f"expected run and qrels as dicts keyed by query id, got run={describe(run)}")
     qids = list(run) + [qid for qid in qrels if qid not in run]
-    judged = _positive_judgements(qrels, qids)
+    judged = _Qrels(qrels, qids)
     kind = _run_kind(run)
     empty: Mapping[str, float] | Sequence[str] = {} if kind == "scored" else ()
     rankings = [run.get(qid, empty) for qid in qids]
     for qid, ranking in zip(qids, rankings):
-        if kind == "scored" and not isinstance(ranking, Mapping):
+        if kind == "scored" and type(ranking) is not dict and not isinstance(ranking, Mapping):
             raise UsageError(f"expected every run value to be a {{doc_id: score}} dict, got run[{qid!r}]={describe(ranking)}")
-        if kind == "listed" and (isinstance(ranking, (str, bytes, Mapping)) or not isinstance(ranking, Sequence)):
+        if kind == "listed" and type(ranking) is not list and (
+            isinstance(ranking, (str, bytes, Mapping)) or not isinstance(ranking, Sequence)
+        ):
             raise UsageError(f"expected every run value to be a list of doc ids, got run[{qid!r}]={describe(ranking)}")
     if kind == "scored":
         rows, ranks, gains, lengths = _scored_ranks(rankings, judged)  # type: ignore[arg-type]
@@ -227,9 +259,9 @@ def evaluate_batch(
     else:
         rows, ranks, gains, lengths = _listed_ranks(rankings, judged)  # type: ignore[arg-type]
         distinct = np.fromiter((len(set(r)) for r in rankings), dtype=np.int64, count=len(rankings))
-    found = _Judged(rows, ranks, gains)
+    found = _Judged(rows, ranks, gains, len(qids))
     count = len(qids)
-    relevant_total = np.fromiter(map(len, judged), dtype=np.int64, count=count).astype(np.float64)
+    relevant_total = judged.relevant_total
     defined = relevant_total > 0
     ks = sorted({m.k for m in parsed if m.k is not None})
     ideal = _ideal_dcg(judged, ks) if any(m.measure == "nDCG" for m in parsed) else {}
