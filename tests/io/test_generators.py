@@ -142,7 +142,12 @@ def test_variety_chunk_fields() -> None:
 @pytest.mark.slow
 def test_a_stale_corpus_shrinks_to_two_chunks() -> None:
     # Hypothesis stops after 500 successful shrinks, so assert only the structure a shrink must reach.
-    minimal = find(corpora(max_size=6), lambda c: any(c.is_stale(x) for x in c), settings=settings(database=None))
+    # derandomize: a random run can stop at a 3-chunk local minimum (deleting a middle chunk re-points successors).
+    minimal = find(
+        corpora(max_size=6),
+        lambda c: any(c.is_stale(x) for x in c),
+        settings=settings(database=None, derandomize=True),
+    )
     assert len(minimal) == 2
     assert minimal.chunks[0].superseded_by == minimal.chunks[1].id
 

@@ -133,7 +133,10 @@ def test_duplicate_case_id_names_both_lines(tmp_path: Path) -> None:
 
 def test_unknown_evidence_id_names_case_id_and_line(tmp_path: Path) -> None:
     corpus = Corpus([Chunk("a", "x")])
-    content = '{"id": "q1", "query": "x", "evidence": [["a"]]}\n\n{"id": "q2", "query": "y", "evidence": [["a", "zz"]]}\n'
+    content = (
+        '{"id": "q1", "query": "x", "evidence": [["a"]]}\n\n'
+        '{"id": "q2", "query": "y", "evidence": [["a", "zz"]]}\n'
+    )
     error = _error(read_cases, tmp_path, content, corpus=corpus)
     assert (error.line, error.field, error.value) == (3, "evidence[0]", "zz")
     assert "'q2'" in str(error) and "'zz'" in str(error)

@@ -14,6 +14,7 @@ from typing import Any
 from ..errors import InputError, describe
 
 __all__ = [
+    "FirstSeen",
     "atomic_write_text",
     "check_fields",
     "dumps_line",
@@ -124,6 +125,25 @@ def check_fields(
     for name in required:
         if name not in record:
             raise InputError(f"expected field {name!r}, got no such field", file=file, line=line, field=name)
+
+
+class FirstSeen:
+    """Remembers the line where each key was first seen and rejects a repeat, naming both lines."""
+
+    def __init__(self, what: str, *, file: str, field: str) -> None:
+        self._lines: dict[Any, int] = {}
+        self._what = what
+        self._file = file
+        self._field = field
+
+    def add(self, key: Any, *, line: int, shown: str, note: str = "") -> None:
+        """Record `key` at `line`; raise InputError when it was seen before (`shown` renders it)."""
+        if key in self._lines:
+            raise InputError(
+                f"expected {self._what}, got {shown} again (first on line {self._lines[key]}){note}",
+                file=self._file, line=line, field=self._field, value=key,
+            )
+        self._lines[key] = line
 
 
 def _canonical(value: Any) -> Any:

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from ..errors import InputError, describe
 from ..model import Case, Chunk, Corpus
-from ._lines import iter_json_objects, iter_text_lines
+from ._lines import FirstSeen, iter_json_objects, iter_text_lines
 
 __all__ = ["read_beir"]
 
@@ -46,15 +46,10 @@ def _text(record: dict[str, Any], name: str, *, file: str, line: int) -> str:
 def _read_beir_corpus(path: Path, title: Literal["metadata", "prepend"]) -> Corpus:
     file = str(path)
     chunks: list[Chunk] = []
-    first_line: dict[str, int] = {}
+    ids = FirstSeen("unique _id values", file=file, field="_id")
     for line, record in iter_json_objects(path):
         chunk_id = _string_id(record, file=file, line=line)
-        if chunk_id in first_line:
-            raise InputError(
-                f"expected unique _id values, got {chunk_id!r} again (first on line {first_line[chunk_id]})",
-                file=file, line=line, field="_id", value=chunk_id,
-            )
-        first_line[chunk_id] = line
+        ids.add(chunk_id, line=line, shown=repr(chunk_id))
         body = _text(record, "text", file=file, line=line)
         heading = _text(record, "title", file=file, line=line)
         metadata = record.get("metadata") or {}
@@ -83,7 +78,7 @@ def _read_split(folder: Path, split: str, corpus: Corpus) -> dict[str, list[tupl
         )
     file = str(path)
     judged: dict[str, list[tuple[str, int]]] = {}
-    seen: dict[tuple[str, str], int] = {}
+    pairs = FirstSeen("each corpus-id once per query", file=file, field="corpus-id")
     for line, text in iter_text_lines(path):
         columns = text.split("\t")
         if [c.strip() for c in columns] == ["query-id", "corpus-id", "score"]:
@@ -105,13 +100,7 @@ def _read_split(folder: Path, split: str, corpus: Corpus) -> dict[str, list[tupl
                 f"expected a corpus-id present in corpus.jsonl, got {docid!r}", file=file, line=line,
                 field="corpus-id", value=docid,
             )
-        if (qid, docid) in seen:
-            raise InputError(
-                f"expected each corpus-id once per query, got {docid!r} for {qid!r} again"
-                f" (first on line {seen[qid, docid]})",
-                file=file, line=line, field="corpus-id", value=docid,
-            )
-        seen[qid, docid] = line
+        pairs.add((qid, docid), line=line, shown=f"{docid!r} for {qid!r}")
         judged.setdefault(qid, []).append((docid, score))
     return judged
 
@@ -129,11 +118,10 @@ def read_beir(
     judged = _read_split(root, split, corpus)
     queries_file = str(root / "queries.jsonl")
     queries: dict[str, str] = {}
+    query_ids = FirstSeen("unique _id values", file=queries_file, field="_id")
     for line, record in iter_json_objects(root / "queries.jsonl"):
         qid = _string_id(record, file=queries_file, line=line)
-        if qid in queries:
-            raise InputError(f"expected unique _id values, got {qid!r} again", file=queries_file, line=line,
-                             field="_id", value=qid)
+        query_ids.add(qid, line=line, shown=repr(qid))
         queries[qid] = _text(record, "text", file=queries_file, line=line)
     missing = [qid for qid in judged if qid not in queries]
     if missing:

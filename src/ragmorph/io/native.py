@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import InputError, describe
 from ..model import Case, Chunk, Corpus
-from ._lines import atomic_write_text, check_fields, dumps_line, iter_json_objects
+from ._lines import FirstSeen, atomic_write_text, check_fields, dumps_line, iter_json_objects
 
 __all__ = [
     "CASE_FIELDS",
@@ -77,18 +77,10 @@ def read_corpus(path: PathLike) -> Corpus:
     """Read ``corpus.jsonl``: one chunk object per line, blank lines skipped; ids must be unique."""
     file = str(path)
     chunks: list[Chunk] = []
-    first_line: dict[str, int] = {}
+    ids = FirstSeen("unique chunk ids", file=file, field="id")
     for line, record in iter_json_objects(path):
         chunk = chunk_from_dict(record, file=file, line=line)
-        if chunk.id in first_line:
-            raise InputError(
-                f"expected unique chunk ids, got id={chunk.id!r} again (first on line {first_line[chunk.id]})",
-                file=file,
-                line=line,
-                field="id",
-                value=chunk.id,
-            )
-        first_line[chunk.id] = line
+        ids.add(chunk.id, line=line, shown=f"id={chunk.id!r}")
         chunks.append(chunk)
     return Corpus(chunks)
 
@@ -100,18 +92,10 @@ def read_cases(path: PathLike, corpus: Corpus | None = None) -> tuple[Case, ...]
     """
     file = str(path)
     cases: list[Case] = []
-    first_line: dict[str, int] = {}
+    ids = FirstSeen("unique case ids", file=file, field="id")
     for line, record in iter_json_objects(path):
         case = case_from_dict(record, file=file, line=line)
-        if case.id in first_line:
-            raise InputError(
-                f"expected unique case ids, got id={case.id!r} again (first on line {first_line[case.id]})",
-                file=file,
-                line=line,
-                field="id",
-                value=case.id,
-            )
-        first_line[case.id] = line
+        ids.add(case.id, line=line, shown=f"id={case.id!r}")
         if corpus is not None:
             _check_evidence(case, corpus, file=file, line=line)
         cases.append(case)

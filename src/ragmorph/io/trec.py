@@ -18,7 +18,7 @@ from typing import Literal
 
 from ..errors import InputError
 from ..model import Hit, Ranking
-from ._lines import atomic_write_text, iter_text_lines
+from ._lines import FirstSeen, atomic_write_text, iter_text_lines
 
 __all__ = ["read_trec_qrels", "read_trec_run", "trec_order", "write_trec_run"]
 
@@ -40,7 +40,7 @@ def read_trec_qrels(path: PathLike) -> dict[str, dict[str, int]]:
     """Read a TREC qrels file into ``{qid: {docid: relevance}}`` (first-seen order; zero and negative kept)."""
     file = str(path)
     qrels: dict[str, dict[str, int]] = {}
-    first_line: dict[tuple[str, str], int] = {}
+    pairs = FirstSeen("each docid once per query", file=file, field="docid")
     for line, text in iter_text_lines(path):
         qid, _iteration, docid, rel_text = _columns(text, 4, "qid iter docid rel", file=file, line=line)
         try:
@@ -50,13 +50,7 @@ def read_trec_qrels(path: PathLike) -> dict[str, dict[str, int]]:
                 f"expected an integer relevance in column 4, got {rel_text!r}", file=file, line=line,
                 field="rel", value=rel_text,
             ) from None
-        if (qid, docid) in first_line:
-            raise InputError(
-                f"expected each docid once per query, got {docid!r} for query {qid!r} again"
-                f" (first on line {first_line[qid, docid]})",
-                file=file, line=line, field="docid", value=docid,
-            )
-        first_line[qid, docid] = line
+        pairs.add((qid, docid), line=line, shown=f"{docid!r} for query {qid!r}")
         qrels.setdefault(qid, {})[docid] = relevance
     return qrels
 
@@ -74,7 +68,7 @@ def read_trec_run(path: PathLike) -> dict[str, Ranking]:
     """
     file = str(path)
     hits: dict[str, list[Hit]] = {}
-    first_line: dict[tuple[str, str], int] = {}
+    pairs = FirstSeen("each docid once per query", file=file, field="docid")
     for line, text in iter_text_lines(path):
         qid, _q0, docid, rank_text, score_text, _tag = _columns(
             text, 6, "qid Q0 docid rank score tag", file=file, line=line
@@ -95,13 +89,7 @@ def read_trec_run(path: PathLike) -> dict[str, Ranking]:
                 f"expected a finite number as score in column 5, got {score_text!r}", file=file, line=line,
                 field="score", value=score_text,
             )
-        if (qid, docid) in first_line:
-            raise InputError(
-                f"expected each docid once per query, got {docid!r} for query {qid!r} again"
-                f" (first on line {first_line[qid, docid]}); trec_eval rejects such runs too",
-                file=file, line=line, field="docid", value=docid,
-            )
-        first_line[qid, docid] = line
+        pairs.add((qid, docid), line=line, shown=f"{docid!r} for query {qid!r}", note="; trec_eval rejects it too")
         hits.setdefault(qid, []).append(Hit(docid, score))
     return {qid: Ranking(trec_order(query_hits)) for qid, query_hits in hits.items()}
 
