@@ -108,3 +108,11 @@ def test_public_namespace_is_curated() -> None:
     assert sorted(metrics.__all__) == sorted(set(metrics.__all__))
     for name in metrics.__all__:
         assert getattr(metrics, name).__doc__ or name.isupper(), name
+
+
+def test_markdown_table_lists_every_measure_once() -> None:
+    table = metrics.measures_markdown()
+    rows = table.strip().splitlines()
+    assert len(rows) == 2 + len(MEASURES)
+    assert all(row.startswith("| ") and row.count(" | ") == 3 for row in rows[2:])
+    assert "`nDCG@k`" in table and "`EmptyOK`" in table and "none (micro is null)" in table

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import pickle
+import random
 
 import pytest
 
@@ -279,3 +280,24 @@ def test_query_scores_survive_pickling_with_their_parts() -> None:
     scores = evaluate(Ranking.of(["a", "x"]), Case(id="q", query="q", evidence=[["a"]], tags=["t"]), "P@2,R@2")
     copy = pickle.loads(pickle.dumps(scores))
     assert copy == scores and copy.parts == scores.parts and copy.tags == ("t",) and copy.gold_ids == 1
+
+
+def test_batch_on_empty_input() -> None:
+    result = evaluate_batch({}, {}, "P@5,nDCG@5")
+    assert result.query_ids == () and result["P@5"].shape == (0,) and result["nDCG@5"].shape == (0,)
+
+
+def test_batch_splits_blocks_around_one_very_long_ranking(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ragmorph.metrics import _batch
+
+    monkeypatch.setattr(_batch, "_BLOCK_CELLS", 64)
+    monkeypatch.setattr(_batch, "_BLOCK_ROWS", 4)
+    rng = random.Random(3)
+    run = {f"q{n}": {f"d{i}": rng.random() for i in range(rng.choice((0, 1, 3, 5)))} for n in range(11)}
+    run["long"] = {f"d{i}": rng.random() for i in range(300)}
+    qrels = {qid: {"d0": 1, "d2": 2, "d250": 1} for qid in run}
+    result = evaluate_batch(run, qrels, "R@300,AP@300,RR@300").per_query()
+    for qid, scores in run.items():
+        order = sorted(scores, key=lambda doc: scores[doc], reverse=True)
+        case = Case(id=qid, query="q", evidence=[["d0"], ["d2"], ["d250"]])
+        assert dict(result[qid]) == pytest.approx(dict(evaluate(Ranking.of(order), case, "R@300,AP@300,RR@300")))

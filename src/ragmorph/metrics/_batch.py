@@ -166,11 +166,14 @@ def _scored_ranks(
         # Padding can pose as a tie with a -inf score; the exact count below only looks at real documents.
         tied_parts.append((candidates == target[:, None]).sum(axis=1) > 1)
         first = last
-    found = np.concatenate(found_parts) if found_parts else np.zeros(0, dtype=np.int64)
-    found_scores = np.concatenate(score_parts) if score_parts else np.zeros(0)
-    ranks = np.concatenate(rank_parts).astype(np.int64) if rank_parts else np.zeros(0, dtype=np.int64)
+    if not found_parts:
+        nothing = np.zeros(0, dtype=np.int64)
+        return nothing, nothing, np.zeros(0), lengths
+    found = np.concatenate(found_parts)
+    found_scores = np.concatenate(score_parts)
+    ranks = np.concatenate(rank_parts).astype(np.int64)
     found_rows = judged.rows[found]
-    for index in np.flatnonzero(np.concatenate(tied_parts) if tied_parts else ranks > 0).tolist():
+    for index in np.flatnonzero(np.concatenate(tied_parts)).tolist():
         # trec_eval orders equal scores by doc id, descending: larger ids come first.
         doc, score = judged.docs[found[index]], found_scores[index]
         ranks[index] += sum(1 for other, value in runs[found_rows[index]].items() if value == score and other > doc)

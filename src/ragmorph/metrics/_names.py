@@ -17,6 +17,7 @@ __all__ = [
     "POLICIES",
     "MeasureInfo",
     "Metric",
+    "measures_markdown",
     "parse_metric",
     "parse_metrics",
     "standard_metrics",
@@ -283,3 +284,13 @@ def standard_metrics(ks: Iterable[int], *, governance: bool = True) -> tuple[Met
     if governance:
         measures += ["Unauthorized", "Stale", "Superseded", "Dup"]
     return tuple(Metric(measure, k) for k in ks for measure in measures) + (Metric("EmptyOK"),)
+
+
+def measures_markdown() -> str:
+    """The registry as a Markdown table (name, formula, edge cases, micro average) for README and `--help` text."""
+    lines = ["| metric | formula | edge cases | micro average |", "| --- | --- | --- | --- |"]
+    for name, info in MEASURES.items():
+        spelled = f"`{name}@k`" if info.needs_k else f"`{name}`"
+        cells = [spelled, info.formula, info.edge_cases, info.micro or "none (micro is null)"]
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(lines) + "\n"
