@@ -14,11 +14,11 @@ from ragmorph.errors import InputError, UsageError
 from ragmorph.relations import Relation
 
 from . import cutoff, distractors, query, removal, reorder, repeat, supersede, tenancy
+from ._core import decode_value as _decode_value
 from ._core import (
     Family,
     PerturbationBase,
     Vocabulary,
-    decode_value,
     default_filters,
     perturbation_label,
     relation_applies,
@@ -92,7 +92,7 @@ def perturbation_from_dict(data: dict[str, Any]) -> Any:
     kind = data.get("type") if isinstance(data, dict) else None
     if kind not in PERTURBATIONS:
         raise InputError(f"expected a perturbation type in {sorted(PERTURBATIONS)}, got type={kind!r}", field="perturbation")
-    fields = {name: decode_value(value) for name, value in data.get("fields", {}).items()}
+    fields = {name: _decode_value(value) for name, value in data.get("fields", {}).items()}
     return PERTURBATIONS[kind](**fields)
 
 

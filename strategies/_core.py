@@ -253,3 +253,21 @@ def chunk_of(base: Observation, follow: Observation, chunk_id: str) -> Chunk | N
     buggy index still returns), else None."""
     found = follow.world.corpus.get(chunk_id)
     return found if found is not None else base.world.corpus.get(chunk_id)
+
+
+_DIFFS: dict[tuple[int, int], tuple[Corpus, Corpus, frozenset[str], frozenset[str]]] = {}
+_DIFF_SLOTS = 16
+
+
+def corpus_diff(before: Corpus, after: Corpus) -> tuple[frozenset[str], frozenset[str]]:
+    """(ids added, ids removed) from `before` to `after`; memoised because every relation of a probe asks."""
+    key = (id(before), id(after))
+    found = _DIFFS.get(key)
+    # The entry holds both corpora, so their ids cannot be reused by other objects while it lives.
+    if found is None or found[0] is not before or found[1] is not after:
+        if len(_DIFFS) >= _DIFF_SLOTS:
+            _DIFFS.pop(next(iter(_DIFFS)))
+        added = frozenset(after.id_keys() - before.id_keys())
+        removed = frozenset(before.id_keys() - after.id_keys())
+        found = _DIFFS[key] = (before, after, added, removed)
+    return found[2], found[3]

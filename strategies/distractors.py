@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from ragmorph.model import Chunk, World
 from ragmorph.relations import Direction, Observation, Relation, Severity, Verdict
 
-from ._core import Family, PerturbationBase, chunk_of, fresh_id, ks_strategy, vocabulary
+from ._core import Family, PerturbationBase, chunk_of, corpus_diff, fresh_id, ks_strategy, vocabulary
 
 __all__ = ["FAMILY", "KINDS", "RELATIONS", "InjectDistractors", "distractor_injections"]
 
@@ -126,8 +126,8 @@ def distractor_injections(world: World, *, ks: Sequence[int], **_: object) -> st
     return st.one_of(choices)
 
 
-def _injected(base: Observation, follow: Observation) -> set[str]:
-    return set(follow.world.corpus.ids) - set(base.world.corpus.ids)
+def _injected(base: Observation, follow: Observation) -> frozenset[str]:
+    return corpus_diff(base.world.corpus, follow.world.corpus)[0]
 
 
 def _below_gold(base: Observation, follow: Observation, *, lexical: bool) -> Verdict:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from ragmorph.model import World
 from ragmorph.relations import Direction, Observation, Relation, Severity, Verdict
 
-from ._core import Family, PerturbationBase, check_never, ks_strategy
+from ._core import Family, PerturbationBase, check_never, corpus_diff, ks_strategy
 
 __all__ = ["FAMILY", "RELATIONS", "RemoveChunks", "removals"]
 
@@ -56,8 +56,8 @@ def removals(world: World, *, ks: Sequence[int], **_: object) -> st.SearchStrate
     return st.one_of(choices)
 
 
-def _removed(base: Observation, follow: Observation) -> set[str]:
-    return set(base.world.corpus.ids) - set(follow.world.corpus.ids)
+def _removed(base: Observation, follow: Observation) -> frozenset[str]:
+    return corpus_diff(base.world.corpus, follow.world.corpus)[1]
 
 
 def _never_returned(base: Observation, follow: Observation) -> Verdict:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from ragmorph.model import Chunk, World
 from ragmorph.relations import Direction, Observation, Relation, Severity, Verdict
 
-from ._core import Family, PerturbationBase, chunk_of, fresh_id, ks_strategy
+from ._core import Family, PerturbationBase, chunk_of, corpus_diff, fresh_id, ks_strategy
 
 __all__ = ["FAMILY", "MODES", "RELATIONS", "Supersede", "supersessions"]
 
@@ -76,8 +76,8 @@ def supersessions(world: World, *, ks: Sequence[int], **_: object) -> st.SearchS
     )
 
 
-def _old_ids(base: Observation, follow: Observation) -> set[str]:
-    return set(follow.world.corpus.ids) - set(base.world.corpus.ids)
+def _old_ids(base: Observation, follow: Observation) -> frozenset[str]:
+    return corpus_diff(base.world.corpus, follow.world.corpus)[0]
 
 
 def _stale_zero(base: Observation, follow: Observation) -> Verdict:
@@ -100,11 +100,11 @@ def _excludes_superseded(base: Observation, follow: Observation) -> Verdict:
     if not follow.world.params.filters.current_only:
         return Verdict.not_applicable("only judged under the current_only filter")
     corpus = follow.world.corpus
+    outdated_of = {corpus[i].superseded_by for i in _old_ids(base, follow)}
     orphaned = [
         number
         for number, group in enumerate(base.world.case.evidence)
-        if not any(m in corpus and corpus[m].superseded_by is None for m in group)
-        and any(c.superseded_by in group for c in corpus if c.id in _old_ids(base, follow))
+        if not any(m in corpus and corpus[m].superseded_by is None for m in group) and outdated_of & set(group)
     ]
     note = f"; evidence group(s) {orphaned} now exist only in superseded form" if orphaned else ""
     for rank, hit in enumerate(follow.ranking.hits, start=1):

@@ -17,7 +17,9 @@ from ..strategies import DEFAULT_SUITE, FAMILIES
 from ._engine import Result, Settings, Unit, execute
 from ._replay import REPLAY_SCHEMA, ReplayOutcome, replay
 from ._report import REPORT_SCHEMA, CheckReport
-from ._session import CallCache, RetrieverSpec, derive_seed, spec_mapping
+from ._session import CallCache, RetrieverSpec
+from ._session import derive_seed as _derive_seed
+from ._session import spec_mapping as _spec_mapping
 
 __all__ = [
     "REPLAY_SCHEMA",
@@ -81,11 +83,11 @@ def plan(
         raise UsageError(f"expected a ragmorph.model.Corpus, got corpus={describe(corpus)}")
     cases = tuple(cases)
     validate_cases(corpus, cases)
-    specs = spec_mapping(retrievers, traits)
+    specs = _spec_mapping(retrievers, traits)
     families = _strategies(strategies)
     settings = _settings(ks, max_examples, derandomize, timeout, replay_dir)
     return tuple(
-        Unit(spec, corpus, case, family, settings, derive_seed(seed, spec.name, case.id, family))
+        Unit(spec, corpus, case, family, settings, _derive_seed(seed, spec.name, case.id, family))
         for spec in specs
         for case in cases
         for family in families
@@ -139,7 +141,7 @@ def check(
         results.extend(execute(unit, cache))
         if progress is not None:
             progress(done, len(units), unit)
-    specs = tuple(dict.fromkeys(u.retriever for u in units)) or spec_mapping(retrievers, traits)
+    specs = tuple(dict.fromkeys(u.retriever for u in units)) or _spec_mapping(retrievers, traits)
     return CheckReport.from_results(
         results,
         corpus=corpus,
