@@ -35,11 +35,16 @@ class RemoveChunks(PerturbationBase):
 
 
 def removals(world: World, *, ks: Sequence[int], **_: object) -> st.SearchStrategy[RemoveChunks]:
-    """Draw the removal of every supporting chunk of one evidence group, or of a few other chunks.
+    """Draw the removal of one gold chunk, of every supporting chunk of one evidence group, or of other chunks.
 
-    Shrinks toward the first group at the smallest k; other removals shrink toward fewer, earlier chunks.
+    Shrinks toward removing the first gold chunk alone at the smallest k; other removals shrink toward fewer,
+    earlier chunks.
     """
     choices = []
+    gold_present = [i for i in world.case.gold_ids if i in world.corpus]
+    if gold_present:
+        # One gold id on its own: the smallest removal that exposes a delete that did not happen.
+        choices.append(st.builds(lambda k, i: RemoveChunks(k=k, ids=(i,)), ks_strategy(ks), st.sampled_from(gold_present)))
     groups = [
         (number, tuple(m for m in group if m in world.corpus)) for number, group in enumerate(world.case.evidence)
     ]

@@ -13,7 +13,7 @@ import attrs
 from hypothesis import strategies as st
 
 from ragmorph.model import Chunk, Filters, Params, World
-from ragmorph.relations import Direction, Observation, Relation, Severity, Verdict, compare_up_to_ties
+from ragmorph.relations import Direction, Observation, Relation, Severity, Verdict, compare_up_to_ties, scores_tied
 
 from ._core import REPEAT, Family, PerturbationBase, fresh_id, ks_strategy, vocabulary
 
@@ -78,9 +78,24 @@ def repeats(world: World, *, ks: Sequence[int], delta: bool = False, **_: object
 
 
 def _identical(base: Observation, follow: Observation) -> Verdict:
+    if any(not h.has_finite_score for h in base.ranking.hits):
+        same = base.ranking.ids == follow.ranking.ids
+    else:
+        same = base.ranking.ids == follow.ranking.ids and all(
+            scores_tied(a.score, b.score) for a, b in zip(base.ranking.hits, follow.ranking.hits)  # type: ignore[arg-type]
+        )
+    if not same:
+        return Verdict.broken(
+            f"the same call on the same index returned {list(follow.ranking.ids)} the second time, "
+            f"{list(base.ranking.ids)} the first"
+        )
+    return Verdict.ok("identical ranking")
+
+
+def _after_revert(base: Observation, follow: Observation) -> Verdict:
     verdict = compare_up_to_ties(base.ranking.hits, follow.ranking.hits)
     if not verdict.holds:
-        return Verdict.broken(f"the same call returned another ranking the second time: {verdict.detail}")
+        return Verdict.broken(f"after an add/remove was undone, the same call returned another ranking: {verdict.detail}")
     return verdict
 
 
@@ -88,15 +103,24 @@ RELATIONS = (
     Relation(
         name="repeat.identical",
         family="repeat",
-        summary="repeating a call, after other calls or an undone add/remove, returns the identical ranking",
+        summary="repeating a call after other read-only calls (other k, filters) returns the identical ranking",
         target="ranking@k",
         direction=Direction.EQUAL,
         severity=Severity.HARD,
         check=_identical,
-        assumptions=(
-            "deterministic retriever (no sampling); a re-added chunk may move within its score tie, so ties are "
-            "compared as sets",
-        ),
+        applies_to=("RepeatCall",),
+        assumptions=("deterministic retriever (no sampling): reads do not change its state, ties included",),
+    ),
+    Relation(
+        name="repeat.after_revert",
+        family="repeat",
+        summary="after an add/remove is applied and undone, the same call returns the same ranking up to ties",
+        target="ranking@k",
+        direction=Direction.INVARIANT_UP_TO_TIES,
+        severity=Severity.HARD,
+        check=_after_revert,
+        applies_to=("RoundTrip",),
+        assumptions=("a re-added chunk may move within its score tie, so ties are compared as sets",),
     ),
 )
 

@@ -218,16 +218,19 @@ class Session:
     def probe(self, world: World, perturbation: Any) -> Probe | str:
         """Observe base and follow-up of `perturbation` on `world`; a string says why it cannot be observed."""
         base_world = perturbation.base(world)
-        base = Observation(base_world, self.observe_base(base_world))
         mode = getattr(perturbation, "mode", "world")
+        if mode == REPEAT:
+            # Both calls go to this very instance, uncached: its current state (after earlier undone deltas,
+            # which may reorder ties) is what the repetition compares against.
+            first = self._call(self.base_instance, base_world.case.query, base_world.params, self.corpus)
+            again = self.repeat(base_world, perturbation.interleave(world), perturbation.round_trip(world))
+            if again is None:
+                return "the retriever has no add/remove to apply and undo a delta"
+            return Probe(Observation(base_world, first), Observation(base_world, again))
+        base = Observation(base_world, self.observe_base(base_world))
         if mode == RANKING:
             follow_ranking: Ranking | None = perturbation.derive_ranking(base.ranking)
             follow_world = base_world
-        elif mode == REPEAT:
-            follow_world = base_world
-            follow_ranking = self.repeat(base_world, perturbation.interleave(world), perturbation.round_trip(world))
-            if follow_ranking is None:
-                return "the retriever has no add/remove to apply and undo a delta"
         else:
             follow_world = perturbation.apply(world)
             follow_ranking = self.observe_follow(follow_world)
