@@ -176,12 +176,22 @@ def _to_chunk_tuple(value: Iterable[Chunk]) -> tuple[Chunk, ...]:
     return chunks
 
 
+# How many delta-derived corpora may stack before lookups fall back to a full index of their own.
+_MAX_OVERLAY_DEPTH = 8
+
+
 @attrs.frozen(eq=False)
 class Corpus:
-    """An ordered, immutable collection of chunks with O(1) lookup by id and a content fingerprint."""
+    """An ordered, immutable collection of chunks with O(1) lookup by id and a content fingerprint.
+
+    Corpora derived by `with_chunks`, `without` and `replaced` skip re-validating chunks that are already
+    valid and answer lookups through their parent plus the delta, so a one-chunk perturbation of a large
+    corpus costs O(delta) for lookups instead of re-indexing every id.
+    """
 
     chunks: tuple[Chunk, ...] = attrs.field(converter=_to_chunk_tuple)
-    _index: dict[str, int] = attrs.field(init=False, repr=False)
+    _index: list[dict[str, int]] = attrs.field(init=False, repr=False)
+    _overlay: tuple[Corpus, dict[str, Chunk], frozenset[str], int] | None = attrs.field(init=False, repr=False)
     _fingerprint: list[str] = attrs.field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
@@ -194,8 +204,45 @@ class Corpus:
                     value=chunk.id,
                 )
             index[chunk.id] = position
-        object.__setattr__(self, "_index", index)
+        object.__setattr__(self, "_index", [index])
+        object.__setattr__(self, "_overlay", None)
         object.__setattr__(self, "_fingerprint", [])
+
+    @classmethod
+    def _derived(
+        cls,
+        chunks: tuple[Chunk, ...],
+        parent: Corpus | None = None,
+        added: dict[str, Chunk] | None = None,
+        removed: frozenset[str] = frozenset(),
+    ) -> Corpus:
+        """Build from chunks the caller guarantees are valid and id-unique; the index is built on demand."""
+        corpus = object.__new__(cls)
+        object.__setattr__(corpus, "chunks", chunks)
+        object.__setattr__(corpus, "_index", [])
+        overlay = None
+        if parent is not None:
+            depth = parent._overlay[3] + 1 if parent._overlay is not None else 1
+            if depth <= _MAX_OVERLAY_DEPTH:
+                overlay = (parent, added or {}, removed, depth)
+        object.__setattr__(corpus, "_overlay", overlay)
+        object.__setattr__(corpus, "_fingerprint", [])
+        return corpus
+
+    def _positions(self) -> dict[str, int]:
+        if not self._index:
+            self._index.append({chunk.id: position for position, chunk in enumerate(self.chunks)})
+        return self._index[0]
+
+    def get(self, chunk_id: str) -> Chunk | None:
+        """The chunk with `chunk_id`, or None."""
+        if not self._index and self._overlay is not None:
+            parent, added, removed, _ = self._overlay
+            if chunk_id in added:
+                return added[chunk_id]
+            return None if chunk_id in removed else parent.get(chunk_id)
+        position = self._positions().get(chunk_id)
+        return None if position is None else self.chunks[position]
 
     def __len__(self) -> int:
         return len(self.chunks)
@@ -204,13 +251,13 @@ class Corpus:
         return iter(self.chunks)
 
     def __contains__(self, chunk_id: object) -> bool:
-        return chunk_id in self._index
+        return isinstance(chunk_id, str) and self.get(chunk_id) is not None
 
     def __getitem__(self, chunk_id: str) -> Chunk:
-        try:
-            return self.chunks[self._index[chunk_id]]
-        except KeyError:
-            raise KeyError(chunk_id) from None
+        chunk = self.get(chunk_id)
+        if chunk is None:
+            raise KeyError(chunk_id)
+        return chunk
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Corpus):
@@ -225,14 +272,9 @@ class Corpus:
         more = f", ... {len(self.chunks) - 5} more" if len(self.chunks) > 5 else ""
         return f"Corpus([{shown}{more}])"
 
-    def get(self, chunk_id: str) -> Chunk | None:
-        """The chunk with `chunk_id`, or None."""
-        position = self._index.get(chunk_id)
-        return None if position is None else self.chunks[position]
-
     def position(self, chunk_id: str) -> int:
         """The 0-based position of `chunk_id` in corpus order."""
-        return self._index[chunk_id]
+        return self._positions()[chunk_id]
 
     @property
     def ids(self) -> tuple[str, ...]:
@@ -241,7 +283,7 @@ class Corpus:
 
     def id_keys(self) -> KeysView[str]:
         """The chunk ids as a set-like view: set algebra between two big corpora without building tuples."""
-        return self._index.keys()
+        return self._positions().keys()
 
     @property
     def fingerprint(self) -> str:
@@ -258,38 +300,61 @@ class Corpus:
 
     def is_stale(self, chunk: Chunk) -> bool:
         """True when `chunk` is superseded by a successor that is present in this corpus."""
-        return chunk.superseded_by is not None and chunk.superseded_by in self._index
+        return chunk.superseded_by is not None and chunk.superseded_by in self
 
     def without(self, ids: Iterable[str]) -> Corpus:
         """A corpus with the chunks `ids` removed (unknown ids are an error)."""
-        drop = set(ids)
-        unknown = drop - self._index.keys()
+        drop = frozenset(ids)
+        unknown = [i for i in drop if i not in self]
         if unknown:
             raise InputError(f"expected ids present in the corpus, got unknown ids {sorted(unknown)}", field="id")
-        return Corpus(c for c in self.chunks if c.id not in drop)
+        if not drop:
+            return self
+        if len(drop) * 64 < len(self.chunks):
+            # Few removals: cut around their positions with C-level tuple slicing instead of a Python loop.
+            kept: list[Chunk] = []
+            previous = 0
+            for position in sorted(self.position(i) for i in drop):
+                kept.extend(self.chunks[previous:position])
+                previous = position + 1
+            kept.extend(self.chunks[previous:])
+            chunks = tuple(kept)
+        else:
+            chunks = tuple(c for c in self.chunks if c.id not in drop)
+        return Corpus._derived(chunks, self, removed=drop)
 
     def with_chunks(self, chunks: Iterable[Chunk], *, at: int | None = None) -> Corpus:
-        """A corpus with `chunks` inserted at position `at` (default: appended)."""
-        new = tuple(chunks)
-        if at is None:
-            return Corpus(self.chunks + new)
-        return Corpus(self.chunks[:at] + new + self.chunks[at:])
+        """A corpus with `chunks` inserted at position `at` (default: appended); duplicate ids are an error."""
+        new = _to_chunk_tuple(chunks)
+        added: dict[str, Chunk] = {}
+        for chunk in new:
+            if chunk.id in added or chunk.id in self:
+                raise InputError(
+                    f"expected unique chunk ids, got id={chunk.id!r} already in the corpus", field="id", value=chunk.id
+                )
+            added[chunk.id] = chunk
+        combined = self.chunks + new if at is None else self.chunks[:at] + new + self.chunks[at:]
+        return Corpus._derived(combined, self, added=added)
 
     def replaced(self, chunk: Chunk) -> Corpus:
         """A corpus where the chunk with `chunk.id` is replaced by `chunk`, keeping its position."""
-        position = self._index[chunk.id]
-        return Corpus(self.chunks[:position] + (chunk,) + self.chunks[position + 1 :])
+        if not isinstance(chunk, Chunk):
+            raise InputError(f"expected a Chunk, got {describe(chunk)}", field="chunks", value=chunk)
+        position = self.position(chunk.id)
+        return Corpus._derived(
+            self.chunks[:position] + (chunk,) + self.chunks[position + 1 :], self, added={chunk.id: chunk}
+        )
 
     def reordered(self, order: Sequence[int]) -> Corpus:
         """A corpus whose chunks are `self.chunks[i] for i in order` (a permutation)."""
         if sorted(order) != list(range(len(self.chunks))):
             raise InputError(f"expected a permutation of 0..{len(self.chunks) - 1}, got {list(order)[:10]}")
-        return Corpus(self.chunks[i] for i in order)
+        return Corpus._derived(tuple(self.chunks[i] for i in order))
 
     def restricted(self, ids: Iterable[str]) -> Corpus:
         """A corpus keeping only `ids`, in corpus order (unknown ids are ignored)."""
         keep = set(ids)
-        return Corpus(c for c in self.chunks if c.id in keep)
+        return Corpus._derived(tuple(c for c in self.chunks if c.id in keep))
 
 
 def _to_evidence(value: Any) -> tuple[tuple[str, ...], ...]:

@@ -161,3 +161,41 @@ def test_world_holds_typed_parts() -> None:
     assert attrs.evolve(world, params=Params(k=3)).params.k == 3
     with pytest.raises(TypeError):
         World(make_corpus(), "case", Params(k=1))  # type: ignore[arg-type]
+
+
+@given(
+    st.lists(st.sampled_from(["a", "b", "c", "d", "e", "f", "g"]), min_size=1, max_size=7, unique=True),
+    st.lists(
+        st.tuples(st.sampled_from(["add", "remove", "replace", "reorder"]), st.integers(0, 20)),
+        max_size=12,
+    ),
+)
+def test_derived_corpora_behave_exactly_like_freshly_built_ones(ids: list[str], steps: list[tuple[str, int]]) -> None:
+    corpus = Corpus(Chunk(i, f"text {i}") for i in ids)
+    fresh_id = 0
+    for op, n in steps:
+        if op == "add":
+            fresh_id += 1
+            corpus = corpus.with_chunks([Chunk(f"new{fresh_id}", "added")], at=n % (len(corpus) + 1))
+        elif op == "remove" and len(corpus) > 1:
+            corpus = corpus.without([corpus.chunks[n % len(corpus)].id])
+        elif op == "replace" and len(corpus):
+            corpus = corpus.replaced(Chunk(corpus.chunks[n % len(corpus)].id, f"replaced {n}"))
+        elif op == "reorder" and len(corpus) > 1:
+            corpus = corpus.reordered([*range(1, len(corpus)), 0])
+        rebuilt = Corpus(corpus.chunks)
+        assert corpus == rebuilt and corpus.fingerprint == rebuilt.fingerprint
+        for probe in [*rebuilt.ids, "a", "g", "new1", "missing"]:
+            assert (probe in corpus) == (probe in rebuilt)
+            assert corpus.get(probe) == rebuilt.get(probe)
+        for chunk_id in rebuilt.ids:
+            assert corpus.position(chunk_id) == rebuilt.position(chunk_id)
+        assert set(corpus.id_keys()) == set(rebuilt.ids)
+
+
+def test_adding_an_existing_id_is_an_input_error() -> None:
+    corpus = make_corpus()
+    with pytest.raises(InputError, match="already in the corpus"):
+        corpus.with_chunks([Chunk("gx#1", "again")])
+    with pytest.raises(InputError, match="already in the corpus"):
+        corpus.with_chunks([Chunk("n", "x"), Chunk("n", "y")])
