@@ -1,9 +1,10 @@
 """Vectorised metrics over many rankings given as plain dicts (TREC-style run and qrels).
 
-The cost of batch evaluation is walking Python dicts, so every per-document step runs in C: the scores of all
-rankings are flattened with one `np.fromiter`, and only the judged relevant documents (a few per query) are
-looked up one by one. A relevant document's rank is the number of documents of its query that score higher,
-plus, on an exact tie, the tied documents with a larger id (trec_eval's tie order).
+The cost of batch evaluation is walking Python dicts, so no per-document step runs Python code: block by block
+of queries, the scores are read into a padded matrix by `np.fromiter`, and the judged documents (a few per
+query) are looked up in the run with nested C-level `map(run.get, ...)`. A relevant document's rank is the
+number of documents of its query that score higher, plus, on an exact tie, the tied documents with a larger id
+(trec_eval's tie order). Only the judged documents are ever sorted, never the rankings.
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
@@ -257,6 +258,12 @@ def parse_metric(text: str | Metric) -> Metric:
         return text
     if not isinstance(text, str):
         raise UsageError(f"expected a metric name such as 'P@5', got {describe(text)}")
+    return _parse_text(text)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_text(text: str) -> Metric:
+    # Cached: the runner evaluates the same few dozen names on every observation.
     match = _SYNTAX.match(text)
     measure = _CANONICAL.get(match.group(1).lower()) if match else None
     if match is None or measure is None:
