@@ -101,7 +101,7 @@ def run_demo(
     false_alarms = [r for name in CORRECT_NAMES for r in _hard_failures(results, name)]
     if caught:
         first = caught[0]
-        out.write(f"\nThe planted bug, caught by {first['strategy']}.{first['relation']} and shrunk to a minimal case:\n")
+        out.write(f"\nThe planted bug, caught by {first['relation']} and shrunk to a minimal case:\n")
         out.write(render_violation(first["violation"], retriever=BUGGY_NAME) + "\n")
     json_path, html_path = out_dir / "report.json", out_dir / "report.html"
     write_json(data, json_path)
