@@ -79,6 +79,8 @@ def _encode(value: Any) -> Any:
         return {"__chunk__": value.to_dict()}
     if isinstance(value, Params):
         return {"__params__": {"k": value.k, "filters": value.filters.to_dict()}}
+    if isinstance(value, Filters):
+        return {"__filters__": value.to_dict()}
     if isinstance(value, (tuple, list)):
         return [_encode(v) for v in value]
     return value
@@ -91,6 +93,8 @@ def decode_value(value: Any) -> Any:
     if isinstance(value, dict) and "__params__" in value:
         raw = value["__params__"]
         return Params(raw["k"], Filters(**raw["filters"]))
+    if isinstance(value, dict) and "__filters__" in value:
+        return Filters(**value["__filters__"])
     if isinstance(value, list):
         return tuple(decode_value(v) for v in value)
     return value

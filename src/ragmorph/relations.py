@@ -62,11 +62,17 @@ class Call:
 
 @attrs.frozen
 class Observation:
-    """What one retriever call on a world returned; `metrics` holds the metric values computed on it."""
+    """What one retriever call on a world returned; `metrics` holds the metric values computed on it.
+
+    `invalid` is the validator's message when the response broke the retriever contract (more than k hits,
+    a repeated or unknown id, a non-finite score...): then `ranking` is empty and only the contract relation
+    judges the observation.
+    """
 
     world: World
     ranking: Ranking
     metrics: Mapping[str, float | None] = attrs.field(factory=dict)
+    invalid: str | None = None
 
 
 @attrs.frozen

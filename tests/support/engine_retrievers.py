@@ -16,6 +16,9 @@ __all__ = [
     "CountingBM25",
     "ExplodingBM25",
     "IgnoresTenantFilter",
+    "NaNAfterRemove",
+    "OneTooMany",
+    "SlowBM25",
     "StaleDeleteBM25",
     "TrackingBM25",
     "small_world",
@@ -85,6 +88,51 @@ class IgnoresTenantFilter(BM25Retriever):
         if filters is not None and filters.tenant is not None:
             filters = attrs.evolve(filters, tenant=None)
         return super().retrieve(query, k=k, filters=None if filters is None or filters.is_empty else filters)
+
+
+class OneTooMany(BM25Retriever):
+    """Returns k + 1 hits (an off-by-one slice): the response breaks the retriever contract."""
+
+    def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> Any:
+        """Answer with one hit too many."""
+        return super().retrieve(query, k=k + 1, filters=filters)
+
+
+class NaNAfterRemove(BM25Retriever):
+    """Valid until a chunk is removed; from then on every score is NaN (a stale norm divides 0 by 0)."""
+
+    checkpoint = None  # type: ignore[assignment]
+    rollback = None  # type: ignore[assignment]
+
+    def __init__(self, corpus: Corpus, **kwargs: Any) -> None:
+        super().__init__(corpus, **kwargs)
+        self.removed = 0
+
+    def remove(self, ids: Sequence[str]) -> None:
+        """Remove, and remember that the norms are now stale."""
+        super().remove(ids)
+        self.removed += len(ids)
+
+    def add(self, chunks: Sequence[Chunk]) -> None:
+        """Add (a revert re-adds what was removed, which refreshes the norms)."""
+        super().add(chunks)
+        self.removed = max(0, self.removed - len(chunks))
+
+    def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> Any:
+        """NaN scores while a removal is in effect."""
+        hits = super().retrieve(query, k=k, filters=filters)
+        return [(hit.id, float("nan")) for hit in hits] if self.removed else hits
+
+
+class SlowBM25(BM25Retriever):
+    """Sleeps longer than any sensible per-call timeout."""
+
+    def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> Any:
+        """Answer late."""
+        import time
+
+        time.sleep(0.3)
+        return super().retrieve(query, k=k, filters=filters)
 
 
 _WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau".split()

@@ -71,7 +71,7 @@ class ShortByOne(ReferenceBM25):
 class LongByOne(ReferenceBM25):
     """Bug: an off-by-one slice returns k + 1 hits (`ranked[: k + 1]`).
 
-    Caught by the response validator (more than k hits: InvalidResponse), before any relation is judged.
+    The response validator rejects it (more than k hits). Caught by: contract.valid_response.
     """
 
     def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
@@ -161,7 +161,7 @@ class DuplicateIds(ReferenceBM25):
     """Bug: hits are the union of per-term posting lists without de-duplication, so a chunk matching two query
     terms comes back twice.
 
-    Caught by the response validator (duplicate ids: InvalidResponse).
+    The response validator rejects it (a repeated id). Caught by: contract.valid_response.
     """
 
     def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
@@ -238,7 +238,7 @@ class LengthBias(ReferenceBM25):
 class NaNScores(ReferenceBM25):
     """Bug: the returned page is min-max normalised for score fusion; a one-hit page divides 0 by 0, NaN.
 
-    Caught by the response validator (non-finite scores: InvalidResponse).
+    The response validator rejects it (a non-finite score). Caught by: contract.valid_response.
     """
 
     def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
@@ -275,8 +275,9 @@ class PopularityFeedback(ReferenceBM25):
 class ZooMember:
     """One planted bug: its name, the factory, one sentence on the bug, and what should catch it.
 
-    `caught_by` names the hard relations expected to fail; `invalid_response` marks bugs the response
-    validator catches first; `hard_detectable=False` marks bugs only a soft relation can reveal.
+    `caught_by` names the hard relations expected to fail; `invalid_response` marks bugs whose responses the
+    validator rejects (caught by contract.valid_response); `hard_detectable=False` marks bugs only a soft
+    relation can reveal.
     """
 
     name: str
@@ -302,7 +303,7 @@ ZOO: tuple[ZooMember, ...] = (
         ("tenancy.filtered_equals_visible",),
     ),
     ZooMember("short_by_one", ShortByOne, "returns k - 1 hits", ("cutoff.prefix",)),
-    ZooMember("long_by_one", LongByOne, "returns k + 1 hits", invalid_response=True),
+    ZooMember("long_by_one", LongByOne, "returns k + 1 hits", ("contract.valid_response",), invalid_response=True),
     ZooMember("rerank_when_k_large", RerankWhenKLarge, "reranks only when k > 3", ("cutoff.prefix",)),
     ZooMember("unstable_ties", UnstableTies, "rounded scores, ties rotate with each call", ("repeat.identical",)),
     ZooMember(
@@ -323,7 +324,13 @@ ZOO: tuple[ZooMember, ...] = (
         "the freshness boost favours outdated versions",
         ("supersede.successor_first",),
     ),
-    ZooMember("duplicate_ids", DuplicateIds, "a chunk is returned once per matching term", invalid_response=True),
+    ZooMember(
+        "duplicate_ids",
+        DuplicateIds,
+        "a chunk is returned once per matching term",
+        ("contract.valid_response",),
+        invalid_response=True,
+    ),
     ZooMember(
         "query_only_cache",
         QueryOnlyCache,
@@ -351,7 +358,13 @@ ZOO: tuple[ZooMember, ...] = (
         "b = 10: negative length normalisation drops chunks shorter than average",
         ("distractors.unrelated_below_gold",),
     ),
-    ZooMember("nan_scores", NaNScores, "min-max normalising a one-hit page gives NaN", invalid_response=True),
+    ZooMember(
+        "nan_scores",
+        NaNScores,
+        "min-max normalising a one-hit page gives NaN",
+        ("contract.valid_response",),
+        invalid_response=True,
+    ),
     ZooMember("popularity_feedback", PopularityFeedback, "returned chunks get boosted on later calls", ("repeat.identical",)),
 )
 

@@ -38,7 +38,9 @@ __all__ = [
 ]
 
 
-def _settings(ks: Sequence[int], max_examples: int, derandomize: bool, timeout: float | None, replay_dir: Any) -> Settings:
+def _settings(
+    ks: Sequence[int], max_examples: int, derandomize: bool, timeout: float | None, replay_dir: Any, contract_unit: bool = False
+) -> Settings:
     ks = tuple(ks)
     if not ks or any(isinstance(k, bool) or not isinstance(k, int) or k <= 0 for k in ks):
         raise UsageError(f"expected ks to be positive integers like (1, 3, 5, 10), got ks={describe(ks)}")
@@ -50,6 +52,7 @@ def _settings(ks: Sequence[int], max_examples: int, derandomize: bool, timeout: 
         derandomize=bool(derandomize),
         timeout=timeout,
         replay_dir=None if replay_dir is None else str(Path(replay_dir)),
+        contract_unit=contract_unit,
     )
 
 
@@ -85,7 +88,7 @@ def plan(
     validate_cases(corpus, cases)
     specs = _spec_mapping(retrievers, traits)
     families = _strategies(strategies)
-    settings = _settings(ks, max_examples, derandomize, timeout, replay_dir)
+    settings = _settings(ks, max_examples, derandomize, timeout, replay_dir, contract_unit="contract" in families)
     return tuple(
         Unit(spec, corpus, case, family, settings, _derive_seed(seed, spec.name, case.id, family))
         for spec in specs

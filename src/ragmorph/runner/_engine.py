@@ -16,10 +16,11 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import Flaky
 
-from ..errors import AdapterError, RagmorphError
+from ..errors import RagmorphError
 from ..model import Case, Corpus, Ranking, World
 from ..relations import Observation, Relation, Severity, Verdict
 from ..strategies import FAMILIES, relation_applies
+from ..strategies.contract import VALID_RESPONSE, breach_rule
 from ._session import CallCache, Probe, RetrieverSpec, Session, start_world
 
 __all__ = ["Result", "Settings", "Unit", "execute", "observation_dict"]
@@ -39,6 +40,9 @@ class Settings:
     timeout: float | None = None
     replay_dir: str | None = None
     minimise: bool = True
+    # True when the run has a contract unit for every case: other units then leave breaches on the base corpus
+    # to it (one failure per case, not one per family) and report only those in worlds they edited.
+    contract_unit: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The manifest `settings` block."""
@@ -130,16 +134,36 @@ def observation_dict(observation: Observation) -> dict[str, Any]:
         chunk = corpus.get(hit.id)
         text = hit.text if hit.text is not None else (chunk.text if chunk is not None else None)
         ranking.append({"id": hit.id, "score": hit.score, "text": None if text is None else text[:_TEXT_SNIPPET]})
-    return {
+    block = {
         "params": {"k": observation.world.params.k, "filters": observation.world.params.filters.to_dict()},
         "query": observation.world.case.query,
         "ranking": ranking,
-        "metrics": _metric_values(observation),
+        "metrics": {} if observation.invalid is not None else _metric_values(observation),
     }
+    if observation.invalid is not None:
+        block["invalid"] = observation.invalid
+    return block
 
 
-def _judge(relations: Sequence[Relation], perturbation: Any, probe: Probe) -> list[tuple[Relation, Verdict]]:
+def _broke_contract(probe: Probe) -> bool:
+    return probe.base.invalid is not None or probe.follow.invalid is not None
+
+
+def _judge(relations: Sequence[Relation], perturbation: Any, probe: Probe, delegate: Corpus | None) -> list[tuple[Relation, Verdict]]:
+    """Verdicts of the relations that judge `perturbation`; `delegate` is the corpus whose contract breaches
+    another unit (the contract family's) reports."""
+    if _broke_contract(probe):
+        # A rejected response has no ranking to compare: only the contract relation can judge that pair.
+        broken = probe.base if probe.base.invalid is not None else probe.follow
+        if delegate is not None and broken.world.corpus is delegate:
+            return []
+        return [(r, r.check(probe.base, probe.follow)) for r in relations if r is VALID_RESPONSE]
     return [(r, r.check(probe.base, probe.follow)) for r in relations if relation_applies(r, perturbation)]
+
+
+def _invalid_reason(probe: Probe) -> str:
+    message = probe.base.invalid if probe.base.invalid is not None else probe.follow.invalid
+    return f"the retriever's response broke the retriever contract (see {VALID_RESPONSE.name}): {message}"
 
 
 def _search(
@@ -161,7 +185,9 @@ def _search(
             return
         try:
             probe = session.probe(world, perturbation)
-        except AdapterError as error:
+        except RagmorphError as error:
+            # Exceptions, timeouts and calls the retriever cannot take (filters it does not accept) prevent a
+            # verdict; invalid responses do not get here (the probe records them as observations).
             state["error"] = error
             return
         key = repr(perturbation)
@@ -173,7 +199,12 @@ def _search(
                 if relation_applies(relation, perturbation) and fresh:
                     tallies[relation.name].last_reason = probe
             return
-        verdicts = _judge(relations, perturbation, probe)
+        delegate = world.corpus if unit.settings.contract_unit and unit.strategy != "contract" else None
+        verdicts = _judge(relations, perturbation, probe, delegate)
+        if fresh and _broke_contract(probe):
+            for relation in relations:
+                if relation is not VALID_RESPONSE and relation_applies(relation, perturbation):
+                    tallies[relation.name].last_reason = _invalid_reason(probe)
         if fresh:
             for relation, verdict in verdicts:
                 tally = tallies[relation.name]
@@ -188,7 +219,7 @@ def _search(
                 if not shrinking["on"]:
                     shrinking["on"] = True
                     tallies[relation.name].first_failure = violation
-                    tallies[relation.name].calls_to_first_failure = session.calls
+                    tallies[relation.name].calls_to_first_failure = session.asked
                 raise violation
 
     run = given(strategy)(test)
@@ -217,12 +248,21 @@ def _search(
     return None
 
 
-def _still_fails(session_for: Any, world: World, perturbation: Any, relation: Relation) -> Probe | None:
+def _same_breach(relation: Relation, first: Verdict, probe: Probe) -> bool:
+    """Whether `probe` shows the violation `first` of `relation` (for the contract: the same broken rule)."""
+    if relation is not VALID_RESPONSE:
+        return not _broke_contract(probe)
+    message = probe.base.invalid if probe.base.invalid is not None else probe.follow.invalid
+    wanted = first.detail.split("broke the retriever contract: ", 1)[-1]
+    return message is not None and breach_rule(message) == breach_rule(wanted)
+
+
+def _still_fails(session_for: Any, world: World, perturbation: Any, relation: Relation, first: Verdict) -> Probe | None:
     try:
         probe = session_for(world.corpus).probe(world, perturbation)
     except RagmorphError:
         return None
-    if isinstance(probe, str):
+    if isinstance(probe, str) or not _same_breach(relation, first, probe):
         return None
     verdict = relation.check(probe.base, probe.follow)
     return probe if verdict.applicable and not verdict.holds else None
@@ -230,9 +270,11 @@ def _still_fails(session_for: Any, world: World, perturbation: Any, relation: Re
 
 def _minimise(
     unit: Unit, cache: CallCache, resolved: Any, world: World, violation: _Violation
-) -> tuple[World, Probe, bool, int]:
-    """Shrink the corpus to the chunks the violation still needs; returns (world, probe, one_minimal, calls)."""
-    calls = {"n": 0}
+) -> tuple[World, Probe, bool, tuple[int, int]]:
+    """Shrink the corpus to the chunks the violation still needs.
+
+    Returns (world, probe, one_minimal, (calls asked, calls the retriever answered)).
+    """
     sessions: list[Session] = []
 
     def session_for(corpus: Corpus) -> Session:
@@ -251,7 +293,7 @@ def _minimise(
             return False
         budget["left"] -= 1
         candidate = attrs.evolve(world, corpus=world.corpus.restricted(keep | pinned))
-        probe = _still_fails(session_for, candidate, perturbation, relation)
+        probe = _still_fails(session_for, candidate, perturbation, relation, violation.verdict)
         if probe is not None:
             best = (candidate, probe)
         return probe is not None
@@ -289,13 +331,12 @@ def _minimise(
     final_world, final_probe = best
     if set(final_world.corpus.ids) != set(current) | pinned:
         final_world = attrs.evolve(world, corpus=world.corpus.restricted(set(current) | pinned))
-        probe = _still_fails(session_for, final_world, perturbation, relation)
+        probe = _still_fails(session_for, final_world, perturbation, relation, violation.verdict)
         if probe is None:
             final_world, final_probe, one_minimal = best[0], best[1], False
         else:
             final_probe = probe
-    calls["n"] = sum(s.calls for s in sessions)
-    return final_world, final_probe, one_minimal, calls["n"]
+    return final_world, final_probe, one_minimal, (sum(s.asked for s in sessions), sum(s.calls for s in sessions))
 
 
 def _safe_name(text: str) -> str:
@@ -331,7 +372,10 @@ def _violation_record(
     }
     if unit.settings.replay_dir is not None:
         folder = Path(unit.settings.replay_dir)
-        name = "-".join(_safe_name(p) for p in (unit.retriever.name, unit.case.id, violation.relation.name)) + ".json"
+        parts = (unit.retriever.name, unit.case.id, violation.relation.name)
+        if violation.relation.family != unit.strategy:
+            parts = (*parts, unit.strategy)  # a contract breach found by another family's unit
+        name = "-".join(_safe_name(p) for p in parts) + ".json"
         record["replay"] = str(write_replay(folder / name, unit=unit, world=world, perturbation=perturbation, relation=violation.relation, detail=record["detail"]))
     return record
 
@@ -342,7 +386,7 @@ def _base_metrics(session: Session, unit: Unit) -> dict[str, float | None] | Non
     world = start_world(unit.corpus, unit.case, unit.settings.ks)
     try:
         ranking = session.observe_base(world)
-    except AdapterError:
+    except RagmorphError:
         return None
     return dict(evaluate(ranking, unit.case, standard_metrics(unit.settings.ks), corpus=unit.corpus))
 
@@ -371,9 +415,12 @@ def execute(unit: Unit, cache: CallCache | None = None) -> tuple[Result, ...]:
         reason = session.corpus_edit_reason()
     if reason is not None:
         return rows("not_applicable", reason, calls=session.calls, metrics=base_metrics)
-    tallies = {r.name: _Tally() for r in relations}
-    missing = {r.name: sorted(set(r.requires) - session.traits) for r in relations}
-    active = [r for r in relations if not missing[r.name]]
+    # Every family judges the retriever contract on the responses it sees; outside the contract family the
+    # relation is only reported when it fails (the contract family's own row carries its pass).
+    judged = relations if VALID_RESPONSE in relations else (*relations, VALID_RESPONSE)
+    tallies = {r.name: _Tally() for r in judged}
+    missing = {r.name: sorted(set(r.requires) - session.traits) for r in judged}
+    active = [r for r in judged if not missing[r.name]]
     strategy = family.draw(world, ks=unit.settings.ks, delta=session.supports_delta)
     targets = {r.name for r in active if r.severity is Severity.HARD}
     seen: set[str] = set()
@@ -385,19 +432,20 @@ def execute(unit: Unit, cache: CallCache | None = None) -> tuple[Result, ...]:
             break
         name = violation.relation.name
         targets.discard(name)
-        calls_first = tallies[name].calls_to_first_failure or session.calls
-        minimal_world, probe, one_minimal, minimise_calls = world, violation.probe, None, 0
+        calls_first = tallies[name].calls_to_first_failure or session.asked
+        minimal_world, probe, one_minimal, (minimise_asked, minimise_calls) = world, violation.probe, None, (0, 0)
         if unit.settings.minimise and (session.has_factory or violation.probe.base.world.corpus is world.corpus):
             if session.has_factory:
-                minimal_world, probe, one_minimal, minimise_calls = _minimise(unit, cache, resolved, world, violation)
-        shrinking = session.calls - calls_first + minimise_calls
+                minimal_world, probe, one_minimal, (minimise_asked, minimise_calls) = _minimise(unit, cache, resolved, world, violation)
+        shrinking = session.asked - calls_first + minimise_asked
         found[name] = _violation_record(unit, violation, minimal_world, probe, one_minimal, calls_first, shrinking)
         session.calls += minimise_calls
     if not targets and not found and state["error"] is None:
         # Only soft relations: one search to measure their rates.
         _search(session, world, strategy, active, set(), tallies, seen, unit, state)
     results = []
-    for relation in relations:
+    reported = relations if VALID_RESPONSE.name not in found else judged
+    for relation in reported:
         tally = tallies[relation.name]
         common = dict(
             retriever=unit.retriever.name,
@@ -410,7 +458,9 @@ def execute(unit: Unit, cache: CallCache | None = None) -> tuple[Result, ...]:
             base_metrics=base_metrics,
         )
         rate = (tally.held, tally.tested) if tally.tested else None
-        if state["error"] is not None:
+        if relation.name in found:
+            results.append(Result(status="fail", reason=found[relation.name]["detail"], rate=rate, violation=found[relation.name], **common))
+        elif state["error"] is not None:
             results.append(Result(status="error", reason=str(state["error"]), rate=rate, **common))
         elif missing[relation.name]:
             why = (
@@ -418,8 +468,6 @@ def execute(unit: Unit, cache: CallCache | None = None) -> tuple[Result, ...]:
                 "attribute or check(..., traits={name: [...]}) when they hold"
             )
             results.append(Result(status="not_applicable", reason=why, **common))
-        elif relation.name in found:
-            results.append(Result(status="fail", reason=found[relation.name]["detail"], rate=rate, violation=found[relation.name], **common))
         elif tally.tested == 0:
             why = tally.last_reason or "no drawn perturbation could test this relation"
             results.append(Result(status="not_applicable", reason=why, **common))

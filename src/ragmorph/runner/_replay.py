@@ -12,6 +12,7 @@ from ..errors import InputError, RagmorphError
 from ..model import Case, Chunk, Corpus, Filters, Params, World
 from ..relations import Relation
 from ..strategies import perturbation_from_dict, relation
+from ..strategies.contract import VALID_RESPONSE
 from ._session import CallCache, RetrieverSpec, Session
 
 __all__ = ["REPLAY_SCHEMA", "ReplayOutcome", "replay", "write_replay"]
@@ -111,6 +112,11 @@ def replay(path: str | Path, retriever: Any = None) -> ReplayOutcome:
         return ReplayOutcome(False, judged.name, str(error), error=str(error))
     if isinstance(probe, str):
         return ReplayOutcome(False, judged.name, probe, applicable=False)
+    broken = probe.base.invalid if probe.base.invalid is not None else probe.follow.invalid
+    if broken is not None and judged is not VALID_RESPONSE:
+        # The retriever now breaks the contract instead: that prevents a verdict on this relation.
+        message = f"the response broke the retriever contract, so {judged.name} cannot be judged: {broken}"
+        return ReplayOutcome(False, judged.name, message, error=message)
     verdict = judged.check(probe.base, probe.follow)
     return ReplayOutcome(
         reproduced=verdict.applicable and not verdict.holds,

@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 
 from ..adapters import GuardedRetriever, applied_delta, describe_capabilities, display_name, is_factory, load_retriever
-from ..errors import UsageError
+from ..errors import InvalidResponse, UsageError
 from ..model import Chunk, Corpus, Params, Ranking, World
 from ..relations import Observation
 from ..strategies import default_filters
@@ -118,6 +118,7 @@ class Session:
         self.traits = spec.all_traits(self.target)
         self._base: GuardedRetriever | None = None
         self.calls = 0
+        self.served = 0  # calls answered from the call cache instead of the retriever
         self.builds = 0
 
     # Index state identity, part of every cache key: what the index holds and how it got there.
@@ -158,6 +159,18 @@ class Session:
         """
         return self.has_factory and bool(self.capabilities.supports_delta)
 
+    @property
+    def asked(self) -> int:
+        """Calls this session asked for, whether the retriever or the call cache answered them."""
+        return self.calls + self.served
+
+    def _cached(self, key: tuple[Any, ...], call: Callable[[], Ranking]) -> Ranking:
+        hits = self.cache.hits
+        try:
+            return self.cache.get_or_call(key, call)
+        finally:
+            self.served += self.cache.hits - hits
+
     def _call(self, guard: GuardedRetriever, query: str, params: Params, corpus: Corpus) -> Ranking:
         before = guard.calls
         try:
@@ -168,7 +181,7 @@ class Session:
     def observe_base(self, world: World) -> Ranking:
         """The base ranking of `world` (whose corpus is the session's corpus), from the cache when possible."""
         key = self._key(("base", self.corpus.fingerprint), world.case.query, world.params)
-        return self.cache.get_or_call(key, lambda: self._call(self.base_instance, world.case.query, world.params, self.corpus))
+        return self._cached(key, lambda: self._call(self.base_instance, world.case.query, world.params, self.corpus))
 
     def corpus_edit_reason(self) -> str | None:
         """None when this retriever can be run on an edited corpus, else why not."""
@@ -195,50 +208,85 @@ class Session:
                 with applied_delta(guard.retriever, add=add, remove=remove, corpus=self.corpus):
                     return self._call(guard, query, params, _known(self.corpus, world.corpus, add))
 
-            return self.cache.get_or_call(key, edited)
+            return self._cached(key, edited)
         if not self.has_factory:
             return None
         key = self._key(("built",) + state, query, params)
         known = _known(self.corpus, world.corpus, delta[0] if delta is not None else [c for c in world.corpus.chunks if c.id not in self.corpus])
-        return self.cache.get_or_call(key, lambda: self._call(self._build(world.corpus), query, params, known))
+        return self._cached(key, lambda: self._call(self._build(world.corpus), query, params, known))
 
-    def repeat(self, world: World, between: Sequence[Params], delta: tuple[Sequence[Chunk], Sequence[str]]) -> Ranking | None:
-        """Ask `world` again on the base instance after the calls `between` and an undone `delta` (never cached)."""
+    def repeat(self, world: World, between: Sequence[Params], delta: tuple[Sequence[Chunk], Sequence[str]]) -> Observation | None:
+        """Ask `world` again on the base instance after the calls `between` and an undone `delta` (never cached).
+
+        A response breaking the retriever contract on the way is returned as an invalid observation of the
+        world of that very call (the edited corpus during the delta, the other k or filters in between).
+        """
         guard = self.base_instance
         add, remove = delta
+        if (add or remove) and not self.supports_delta:
+            return None
         if add or remove:
-            if not self.supports_delta:
-                return None
-            with applied_delta(guard.retriever, add=add, remove=remove, corpus=self.corpus):
-                self._call(guard, world.case.query, world.params, self.corpus.with_chunks(add) if add else self.corpus)
+            try:
+                with applied_delta(guard.retriever, add=add, remove=remove, corpus=self.corpus):
+                    self._call(guard, world.case.query, world.params, self.corpus.with_chunks(add) if add else self.corpus)
+            except InvalidResponse as error:
+                edited = World(self.corpus.with_chunks(add).without(remove), world.case, world.params)
+                return invalid_observation(edited, error)
         for params in between:
-            self._call(guard, world.case.query, params, self.corpus)
-        return self._call(guard, world.case.query, world.params, self.corpus)
+            try:
+                self._call(guard, world.case.query, params, self.corpus)
+            except InvalidResponse as error:
+                return invalid_observation(attrs.evolve(world, params=params), error)
+        return observed(world, lambda: self._call(guard, world.case.query, world.params, self.corpus))
 
     def probe(self, world: World, perturbation: Any) -> Probe | str:
-        """Observe base and follow-up of `perturbation` on `world`; a string says why it cannot be observed."""
+        """Observe base and follow-up of `perturbation` on `world`; a string says why it cannot be observed.
+
+        A response that breaks the retriever contract becomes an observation with `invalid` set (and the
+        follow-up is not asked when the base call already broke it); exceptions and timeouts propagate.
+        """
         base_world = perturbation.base(world)
         mode = getattr(perturbation, "mode", "world")
         if mode == REPEAT:
             # Both calls go to this very instance, uncached: its current state (after earlier undone deltas,
             # which may reorder ties) is what the repetition compares against.
-            first = self._call(self.base_instance, base_world.case.query, base_world.params, self.corpus)
+            first = observed(base_world, lambda: self._call(self.base_instance, base_world.case.query, base_world.params, self.corpus))
+            if first.invalid is not None:
+                return Probe(first, Observation(base_world, Ranking()))
             again = self.repeat(base_world, perturbation.interleave(world), perturbation.round_trip(world))
             if again is None:
                 return "the retriever has no add/remove to apply and undo a delta"
-            return Probe(Observation(base_world, first), Observation(base_world, again))
-        base = Observation(base_world, self.observe_base(base_world))
+            return Probe(first, again)
+        base = observed(base_world, lambda: self.observe_base(base_world))
         if mode == RANKING:
-            follow_ranking: Ranking | None = perturbation.derive_ranking(base.ranking)
-            follow_world = base_world
-        else:
-            follow_world = perturbation.apply(world)
+            if base.invalid is not None:
+                return Probe(base, Observation(base_world, Ranking()))
+            return Probe(base, Observation(base_world, perturbation.derive_ranking(base.ranking)))
+        follow_world = perturbation.apply(world)
+        if base.invalid is not None:
+            return Probe(base, Observation(follow_world, Ranking()))
+        try:
             follow_ranking = self.observe_follow(follow_world)
-            if follow_ranking is None:
-                return self.corpus_edit_reason() or (
-                    "this corpus edit (a reordering) needs a factory to build a fresh index; deltas cannot express it"
-                )
+        except InvalidResponse as error:
+            return Probe(base, invalid_observation(follow_world, error))
+        if follow_ranking is None:
+            return self.corpus_edit_reason() or (
+                "this corpus edit (a reordering) needs a factory to build a fresh index; deltas cannot express it"
+            )
         return Probe(base, Observation(follow_world, follow_ranking))
+
+
+def invalid_observation(world: World, error: InvalidResponse) -> Observation:
+    """The observation of a call on `world` whose response the validator rejected (the message kept)."""
+    return Observation(world, Ranking(), invalid=str(error))
+
+
+def observed(world: World, fetch: Callable[[], Ranking]) -> Observation:
+    """`Observation(world, fetch())`, or an invalid observation when the response breaks the contract."""
+    try:
+        return Observation(world, fetch())
+    except InvalidResponse as error:
+        return invalid_observation(world, error)
 
 
 def _without_positions(corpus: Corpus, ids: frozenset[str]) -> list[Chunk]:

@@ -1,0 +1,112 @@
+"""Contract family: every response obeys the retriever contract of DESIGN section 3.
+
+A response with more than k hits, a repeated id, an id the index does not hold, a non-finite score, scores
+rising down the list or a malformed hit is rejected by the adapters' validator (`InvalidResponse`). The runner
+records such a response as an observation with `invalid` set, in *any* family's probe, and judges it with
+`contract.valid_response`: a hard failure with a shrunk, minimised, replayable world like any other, not an
+`error` (errors are reserved for exceptions and timeouts, which prevent a verdict). This family's own
+perturbations ask the case's query at other cutoffs and filters, so the contract is tested even where no other
+family looks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import ClassVar
+
+import attrs
+from hypothesis import strategies as st
+
+from ragmorph.model import Filters, Params, World
+from ragmorph.relations import Direction, Observation, Relation, Severity, Verdict
+
+from ._core import Family, PerturbationBase, default_filters, ks_strategy
+
+__all__ = ["FAMILY", "RELATIONS", "VALID_RESPONSE", "CallWith", "breach_rule", "calls_with", "describe_params"]
+
+
+@attrs.frozen
+class CallWith(PerturbationBase):
+    """Ask the case's query again with cutoff `k_to` and `filters` (the base call uses k and the case's filters)."""
+
+    family: ClassVar[str] = "contract"
+    k: int
+    k_to: int
+    filters: Filters = Filters()
+
+    def apply(self, world: World) -> World:
+        """The same world asked with `k_to` and `filters`."""
+        return attrs.evolve(world, params=Params(self.k_to, self.filters))
+
+
+def calls_with(world: World, *, ks: Sequence[int], **_: object) -> st.SearchStrategy[CallWith]:
+    """Draw another cutoff and filter set for the case's query; shrinks toward the smallest k, the case's filters."""
+    tenant = world.case.tenant
+    filters = [default_filters(world.case), Filters(), Filters(current_only=True)]
+    if tenant is not None:
+        filters.append(Filters(tenant=tenant, current_only=True))
+    cutoffs = sorted(set(ks) | {2 * max(ks)})
+    return st.builds(CallWith, k=ks_strategy(ks), k_to=st.sampled_from(cutoffs), filters=st.sampled_from(list(dict.fromkeys(filters))))
+
+
+def describe_params(params: Params) -> str:
+    """`k=3, tenant='acme', current_only` style text of a call's parameters."""
+    parts = [f"k={params.k}"]
+    filters = params.filters
+    if filters.tenant is not None:
+        parts.append(f"tenant={filters.tenant!r}")
+    if filters.current_only:
+        parts.append("current_only")
+    parts.extend(f"{key}={value!r}" for key, value in filters.metadata.items())
+    return ", ".join(parts) if len(parts) > 1 else f"{parts[0]}, no filters"
+
+
+# Values in a validator message (numbers, quoted ids, reprs after '=') vary between calls; the rule does not.
+_VALUES = re.compile(r"=\S+|'[^']*'|\d+(\.\d+)?")
+
+
+def breach_rule(message: str) -> str:
+    """The contract rule a validator message names, without its values ("expected at most k hits")."""
+    head = message.split(", got")[0].split(";")[0]
+    return " ".join(_VALUES.sub("", head).split())
+
+
+def _valid(base: Observation, follow: Observation) -> Verdict:
+    for label, observation in (("base", base), ("follow-up", follow)):
+        if observation.invalid is not None:
+            return Verdict.broken(
+                f"the {label} call ({describe_params(observation.world.params)}) broke the retriever contract: "
+                f"{observation.invalid}"
+            )
+    return Verdict.ok("every response obeys the retriever contract")
+
+
+VALID_RESPONSE = Relation(
+    name="contract.valid_response",
+    family="contract",
+    summary="every response has at most k hits, distinct known ids, finite scores that do not rise down the list",
+    target="response",
+    direction=Direction.NEVER,
+    severity=Severity.HARD,
+    check=_valid,
+    assumptions=(
+        "DESIGN section 3's validation rules; judged on every call any family makes, so a breach found while "
+        "testing another relation fails this one (exceptions and timeouts stay errors)",
+    ),
+)
+
+RELATIONS = (VALID_RESPONSE,)
+
+
+def _applicable(world: World) -> str | None:
+    return None
+
+
+FAMILY = Family(
+    name="contract",
+    summary="ask the query at other cutoffs and filters; every response must obey the retriever contract",
+    relations=RELATIONS,
+    draw=calls_with,
+    applicable=_applicable,
+)
