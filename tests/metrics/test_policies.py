@@ -301,3 +301,17 @@ def test_batch_splits_blocks_around_one_very_long_ranking(monkeypatch: pytest.Mo
         order = sorted(scores, key=lambda doc: scores[doc], reverse=True)
         case = Case(id=qid, query="q", evidence=[["d0"], ["d2"], ["d250"]])
         assert dict(result[qid]) == pytest.approx(dict(evaluate(Ranking.of(order), case, "R@300,AP@300,RR@300")))
+
+
+def test_batch_accepts_any_mapping_or_sequence_not_only_dicts_and_lists() -> None:
+    from types import MappingProxyType
+
+    run = {"q1": MappingProxyType({"a": 2.0, "b": 1.0}), "q2": {"c": 1.0}}
+    qrels = {"q1": MappingProxyType({"b": 1}), "q2": {"c": 2}}
+    assert evaluate_batch(run, qrels, "RR@2")["RR@2"].tolist() == [0.5, 1.0]
+    listed = {"q1": ("a", "b"), "q2": ["c"]}
+    assert evaluate_batch(listed, qrels, "RR@2")["RR@2"].tolist() == [0.5, 1.0]
+    with pytest.raises(UsageError, match="q2"):
+        evaluate_batch({"q1": {"a": 1.0}, "q2": ["a"]}, qrels, "RR@2")
+    with pytest.raises(UsageError, match="qrels\\['q1'\\]"):
+        evaluate_batch(run, {"q1": [("b", 1)]}, "RR@2")

@@ -79,7 +79,7 @@ def _order_within_groups(rows: np.ndarray, keys: np.ndarray) -> np.ndarray:
     if len(rows) == 0:
         return np.arange(0)
     # One integer sort on a composite key is several times faster than np.lexsort on two keys.
-    return np.argsort(rows * (int(keys.max()) + 1) + keys, kind="stable")
+    return np.argsort(rows * (int(keys.max()) + 1) + keys)
 
 
 class _Judged:
@@ -100,12 +100,16 @@ class _Qrels:
     def __init__(self, qrels: Mapping[str, Mapping[str, int]], qids: Sequence[str]) -> None:
         empty: dict[str, int] = {}
         maps = [qrels.get(qid, empty) for qid in qids]
-        for qid, levels in zip(qids, maps):
-            # A plain type test first: an ABC isinstance check costs about a microsecond per query.
-            if type(levels) is not dict and not isinstance(levels, Mapping):
-                raise UsageError(f"expected qrels[{qid!r}] to map doc ids to relevance levels, got {describe(levels)}")
-        # Real dicts let map(dict.values) and dict.get run in C, several times faster than generic views.
-        self.maps: list[dict[str, int]] = [m if type(m) is dict else dict(m) for m in maps]
+        if set(map(type, maps)) - {dict}:
+            # Only then check one by one: an ABC isinstance check costs about a microsecond per query.
+            for qid, levels in zip(qids, maps):
+                if not isinstance(levels, Mapping):
+                    raise UsageError(
+                        f"expected qrels[{qid!r}] to map doc ids to relevance levels, got {describe(levels)}"
+                    )
+            # Real dicts let map(dict.values) and dict.get run in C, several times faster than generic views.
+            maps = [m if type(m) is dict else dict(m) for m in maps]
+        self.maps: list[dict[str, int]] = maps
         count = len(maps)
         self.sizes = np.fromiter(map(len, self.maps), dtype=np.int64, count=count)
         total = int(self.sizes.sum())
@@ -128,9 +132,14 @@ class _Qrels:
 def _score_block(maps: list[dict[str, float]], lengths: np.ndarray) -> np.ndarray:
     """The rankings' scores as rows of a matrix padded with -inf, read straight from the dicts (all in C)."""
     width = max(int(lengths.max()), 1)
-    padded = map(chain, map(dict.values, maps), map(repeat, repeat(-math.inf), (width - lengths).tolist()))
+    if int(lengths.min()) == width:
+        values = chain.from_iterable(map(dict.values, maps))  # the common case: every ranking is full depth
+    else:
+        values = chain.from_iterable(
+            map(chain, map(dict.values, maps), map(repeat, repeat(-math.inf), (width - lengths).tolist()))
+        )
     try:
-        matrix = np.fromiter(chain.from_iterable(padded), dtype=np.float64, count=len(maps) * width)
+        matrix = np.fromiter(values, dtype=np.float64, count=len(maps) * width)
     except (TypeError, ValueError) as error:
         raise UsageError(f"expected numeric scores in the run, got an error: {error}") from None
     if np.isnan(matrix).any():
@@ -142,7 +151,8 @@ def _scored_ranks(
     maps: list[Mapping[str, float]], judged: _Qrels
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Ranks of the relevant documents in score-ordered runs; also returns each query's length."""
-    runs = [m if type(m) is dict else dict(m) for m in maps]  # dict.get and dict.values run in C on real dicts
+    # dict.get and dict.values run in C on real dicts only.
+    runs = [m if type(m) is dict else dict(m) for m in maps] if set(map(type, maps)) - {dict} else maps
     count = len(runs)
     lengths = np.fromiter(map(len, runs), dtype=np.int64, count=count)
     bounds = np.searchsorted(judged.rows, np.arange(count + 1))  # judgements of query q: bounds[q]:bounds[q+1]
@@ -168,9 +178,9 @@ def _scored_ranks(
         candidates = matrix[judged.rows[found] - first]
         found_parts.append(found)
         score_parts.append(target)
-        rank_parts.append((candidates > target[:, None]).sum(axis=1))
+        rank_parts.append(np.count_nonzero(candidates > target[:, None], axis=1))
         # Padding can pose as a tie with a -inf score; the exact count below only looks at real documents.
-        tied_parts.append((candidates == target[:, None]).sum(axis=1) > 1)
+        tied_parts.append(np.count_nonzero(candidates == target[:, None], axis=1) > 1)
         first = last
     if not found_parts:
         nothing = np.zeros(0, dtype=np.int64)
@@ -260,12 +270,11 @@ def evaluate_batch(
     kind = _run_kind(run)
     empty: Mapping[str, float] | Sequence[str] = {} if kind == "scored" else ()
     rankings = [run.get(qid, empty) for qid in qids]
-    for qid, ranking in zip(qids, rankings):
-        if kind == "scored" and type(ranking) is not dict and not isinstance(ranking, Mapping):
+    plain = dict if kind == "scored" else list
+    for qid, ranking in zip(qids, rankings) if set(map(type, rankings)) - {plain} else ():
+        if kind == "scored" and not isinstance(ranking, Mapping):
             raise UsageError(f"expected every run value to be a {{doc_id: score}} dict, got run[{qid!r}]={describe(ranking)}")
-        if kind == "listed" and type(ranking) is not list and (
-            isinstance(ranking, (str, bytes, Mapping)) or not isinstance(ranking, Sequence)
-        ):
+        if kind == "listed" and (isinstance(ranking, (str, bytes, Mapping)) or not isinstance(ranking, Sequence)):
             raise UsageError(f"expected every run value to be a list of doc ids, got run[{qid!r}]={describe(ranking)}")
     if kind == "scored":
         rows, ranks, gains, lengths = _scored_ranks(rankings, judged)  # type: ignore[arg-type]
