@@ -18,7 +18,8 @@ __all__ = ["FAMILY", "RELATIONS", "RemoveChunks", "removals"]
 
 @attrs.frozen
 class RemoveChunks(PerturbationBase):
-    """Remove the chunks `ids` from the corpus (`group` names the evidence group they support, if any)."""
+    """Remove the chunks `ids` from the corpus (`group` names the evidence group they support, if any; they may
+    be some or all of its members)."""
 
     family: ClassVar[str] = "removal"
     k: int
@@ -35,24 +36,27 @@ class RemoveChunks(PerturbationBase):
 
 
 def removals(world: World, *, ks: Sequence[int], **_: object) -> st.SearchStrategy[RemoveChunks]:
-    """Draw the removal of one gold chunk, of every supporting chunk of one evidence group, or of other chunks.
+    """Draw the removal of supporting chunks of one evidence group (some or all of them), or of other chunks.
 
-    Shrinks toward removing the first gold chunk alone at the smallest k; other removals shrink toward fewer,
-    earlier chunks.
+    A group removal is a non-empty subset of the group's members, so it shrinks toward a single id (the
+    smallest removal that exposes a delete that did not happen) and grows to the whole group (which tests
+    that the group is no longer covered). Other removals shrink toward fewer, earlier chunks.
     """
     choices = []
-    gold_present = [i for i in world.case.gold_ids if i in world.corpus]
-    if gold_present:
-        # One gold id on its own: the smallest removal that exposes a delete that did not happen.
-        choices.append(st.builds(lambda k, i: RemoveChunks(k=k, ids=(i,)), ks_strategy(ks), st.sampled_from(gold_present)))
     groups = [
         (number, tuple(m for m in group if m in world.corpus)) for number, group in enumerate(world.case.evidence)
     ]
     groups = [(n, ids) for n, ids in groups if ids]
     if groups:
-        choices.append(
-            st.builds(lambda k, g: RemoveChunks(k=k, ids=g[1], group=g[0]), ks_strategy(ks), st.sampled_from(groups))
-        )
+
+        @st.composite
+        def group_removal(draw: st.DrawFn) -> RemoveChunks:
+            k = draw(ks_strategy(ks))
+            number, members = draw(st.sampled_from(groups))
+            ids = draw(st.lists(st.sampled_from(members), min_size=1, max_size=len(members), unique=True))
+            return RemoveChunks(k=k, ids=tuple(ids), group=number)
+
+        choices.append(group_removal())
     gold = set(world.case.gold_ids)
     others = [c.id for c in world.corpus if c.id not in gold]
     if others:

@@ -25,8 +25,6 @@ CASES = ("q01", "q02", "q05")
 
 # Bugs the default suite misses today: each is a finding for the engine, explained in tests/quality/FINDINGS.md.
 MISSED = {
-    "unstable_ties": "repeat.identical compares up to score ties, so a tie order that changes between two identical "
-    "calls on one instance passes (FINDINGS.md #1)",
     "length_bias": "injected unrelated text never shifts the average length enough to push a gold chunk out in "
     "the demo world (FINDINGS.md #3)",
 }
@@ -104,10 +102,6 @@ def test_violations_shrink_to_a_handful_of_chunks(name: str) -> None:
     assert violation["replay"] is None or violation["replay"].endswith(".json")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="RemoveChunks removes a whole evidence group and cannot shrink to one of its ids (FINDINGS.md #4)",
-)
 def test_deleting_one_chunk_is_enough_to_expose_ignored_deletes() -> None:
     failed = hard_failures(report_of("ignores_deletes", ZOO[[m.name for m in ZOO].index("ignores_deletes")].factory))
     perturbation = failed["removal.removed_never_returned"]["violation"]["perturbation"]

@@ -116,7 +116,7 @@ def test_violation_is_shrunk_minimised_and_replayable(tmp_path) -> None:
     assert report.exit_code == 1
     row = next(r for r in report.violations if r.relation == "removal.removed_never_returned")
     violation = row.violation
-    assert violation["perturbation"]["repr"] == "RemoveChunks(k=1, ids=('gold',), group=None)"
+    assert violation["perturbation"]["repr"] == "RemoveChunks(k=1, ids=('gold',), group=0)"
     assert [c["id"] for c in violation["minimal_corpus"]] == ["gold"]
     assert violation["one_minimal"] is True
     assert violation["base"]["ranking"][0]["id"] == "gold" and violation["follow_up"]["ranking"][0]["id"] == "gold"

@@ -94,8 +94,9 @@ class RerankWhenKLarge(ReferenceBM25):
 
 
 class UnstableTies(ReferenceBM25):
-    """Bug: scores are rounded to one decimal (as some services report them) and ties are broken round-robin,
-    rotating with every call "to spread load" — so the same call twice gives two orders.
+    """Bug: scores are rounded to one decimal (as some services report them) and the chunks of each run of equal
+    scores are served round-robin, rotated by one with every call "to spread load" — so the same call twice
+    gives two orders whenever the page holds a tie.
 
     A fixed tie-break (corpus position, id) would be correct. Caught by: repeat.identical.
     """
@@ -106,10 +107,18 @@ class UnstableTies(ReferenceBM25):
 
     def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
         self.calls += 1
-        rows = [(position, chunk, round(score, 1)) for position, chunk, score in self.ranked(query, filters)]
-        size = max(1, len(self.chunks))
-        rows.sort(key=lambda row: (-row[2], (row[0] + self.calls) % size))
-        return [Hit(chunk.id, score) for _, chunk, score in rows[:k]]
+        rows = [(chunk, round(score, 1)) for _, chunk, score in self.ranked(query, filters)]
+        served: list[tuple[Chunk, float]] = []
+        start = 0
+        while start < len(rows):
+            end = start
+            while end < len(rows) and rows[end][1] == rows[start][1]:
+                end += 1
+            tie = rows[start:end]
+            shift = self.calls % len(tie)
+            served.extend(tie[shift:] + tie[:shift])
+            start = end
+        return [Hit(chunk.id, score) for chunk, score in served[:k]]
 
 
 class IgnoresDeletes(ReferenceBM25):
