@@ -22,8 +22,8 @@ from ._single import QueryScores
 
 __all__ = ["BatchResult", "evaluate_batch"]
 
-# Queries whose padded score matrix is built and compared at once: small enough (about 400 kB at depth 100) that
-# the comparison passes hit the CPU cache; _BLOCK_CELLS caps a block when some rankings are very long.
+# Queries whose padded score matrix is built and compared at once (about 400 kB at depth 100);
+# _BLOCK_CELLS caps a block when some rankings are very long.
 _BLOCK_ROWS = 512
 _BLOCK_CELLS = 1 << 20
 _GET = attrgetter("get")
@@ -161,8 +161,8 @@ def _scored_ranks(
     rank_parts: list[np.ndarray] = []
     tied_parts: list[np.ndarray] = []
     first = 0
-    # Block by block of queries: the block's dicts are walked for the score matrix and then, still in cache,
-    # probed for the relevant documents; a block's padded matrix stays small even next to a very long ranking.
+    # Block by block of queries, so the padded score matrix and the comparison temporaries stay small (and
+    # in cache) even next to a very long ranking.
     while first < count:
         last = min(count, first + _BLOCK_ROWS)
         while last - first > 1 and (last - first) * int(lengths[first:last].max()) > _BLOCK_CELLS:
