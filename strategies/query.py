@@ -1,7 +1,17 @@
-"""Query family: edits that keep the intent (case, whitespace, punctuation) should not move the ranking (soft)."""
+"""Query family: edits that keep the intent (case, whitespace, punctuation) should not move the ranking.
+
+Soft for every retriever: a case-sensitive tokenizer or a dense encoder legitimately sees another query. Hard
+for retrievers declaring the trait `normalising`, which promise that what they retrieve depends only on the
+query's *words*: the runs of characters between whitespace and ASCII punctuation (other than `_`), ASCII
+letters compared case-insensitively (`query_words`). The hard relation judges only edits that keep those
+words (an upper-cased "ß" or a deleted apostrophe inside "don't" changes them and is not judged). A word
+tokenizer such as `\\w+` over casefolded text keeps the promise: no separator is a word character, so the word
+runs of two queries with the same `query_words` are the same strings up to ASCII case.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -13,7 +23,7 @@ from ragmorph.relations import Direction, Observation, Relation, Severity, Verdi
 
 from ._core import Family, PerturbationBase, ks_strategy
 
-__all__ = ["EDITS", "FAMILY", "RELATIONS", "EditQuery", "query_edits"]
+__all__ = ["EDITS", "FAMILY", "RELATIONS", "EditQuery", "query_edits", "query_words"]
 
 EDITS = ("lower", "upper", "title", "spaces", "trailing_punctuation", "no_punctuation")
 
@@ -51,6 +61,17 @@ def query_edits(world: World, *, ks: Sequence[int], **_: object) -> st.SearchStr
     return st.builds(EditQuery, k=ks_strategy(ks), edit=st.sampled_from(EDITS))
 
 
+# Whitespace and ASCII punctuation except "_" (a word character for \w-based tokenizers).
+_SEPARATORS = re.compile(r"[\s!-/:-@\[-\^`{-~]+")
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def query_words(query: str) -> tuple[str, ...]:
+    """The words a `normalising` retriever promises to depend on: runs between whitespace and ASCII punctuation
+    (other than `_`), with ASCII letters lower-cased (other characters kept as they are)."""
+    return tuple(word for word in _SEPARATORS.split(query.translate(_ASCII_LOWER)) if word)
+
+
 def _invariant(base: Observation, follow: Observation) -> Verdict:
     if base.world.case.query == follow.world.case.query:
         return Verdict.not_applicable("the edit left the query unchanged")
@@ -62,7 +83,39 @@ def _invariant(base: Observation, follow: Observation) -> Verdict:
     return verdict
 
 
+def _normalised_invariant(base: Observation, follow: Observation) -> Verdict:
+    before, after = base.world.case.query, follow.world.case.query
+    if before == after:
+        return Verdict.not_applicable("the edit left the query unchanged")
+    if query_words(before) != query_words(after):
+        return Verdict.not_applicable(
+            f"the edit {before!r} -> {after!r} changes more than ASCII case, whitespace and punctuation between words"
+        )
+    verdict = compare_up_to_ties(base.ranking.hits, follow.ranking.hits)
+    if not verdict.holds:
+        return Verdict.broken(
+            f"query {before!r} -> {after!r} has the same words (ASCII case, whitespace and punctuation aside), yet "
+            f"the ranking changed: {verdict.detail}"
+        )
+    return verdict
+
+
 RELATIONS = (
+    Relation(
+        name="query.normalised_invariant",
+        family="query",
+        summary="for normalising retrievers, ASCII case, whitespace and punctuation edits leave the ranking invariant up to ties",
+        target="ranking@k",
+        direction=Direction.INVARIANT_UP_TO_TIES,
+        severity=Severity.HARD,
+        check=_normalised_invariant,
+        requires=("normalising",),
+        assumptions=(
+            "the retriever declares the trait 'normalising': what it retrieves depends only on the query's words "
+            "(runs between whitespace and ASCII punctuation other than '_', ASCII case ignored)",
+            "edits that change those words (non-ASCII case mappings, punctuation removed inside a word) are not judged",
+        ),
+    ),
     Relation(
         name="query.ranking_invariant",
         family="query",

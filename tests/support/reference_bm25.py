@@ -46,8 +46,10 @@ def _cached_tokens(text: str) -> tuple[str, ...]:
 class ReferenceBM25:
     """Okapi BM25 recomputed from scratch on every query; a factory (the class takes the corpus)."""
 
-    # Declared so the runner also judges the relations that hold for lexical retrievers only.
-    ragmorph_traits: tuple[str, ...] = ("lexical",)
+    # Declared so the runner also judges the relations that hold only for lexical retrievers (a chunk sharing no
+    # word with the query scores 0) and for normalising ones (the query is seen only through its casefolded
+    # \w+ words, so ASCII case, whitespace and punctuation between words change nothing).
+    ragmorph_traits: tuple[str, ...] = ("lexical", "normalising")
 
     def __init__(
         self,

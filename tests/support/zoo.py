@@ -203,9 +203,11 @@ class QueryOnlyCache(ReferenceBM25):
 class CaseSensitiveQuery(ReferenceBM25):
     """Bug: chunks are casefolded at index time but the query is not, so "Leave" never matches "leave".
 
-    Only a query edit reveals it (query.ranking_invariant, a soft relation: correct retrievers may be
-    case-sensitive), so no hard relation is expected to catch it.
+    It still declares the `normalising` trait of the BM25 it was forked from (case-insensitive matching is what
+    its users were promised). Caught by: query.normalised_invariant (lower-casing the query changes the ranking).
     """
+
+    ragmorph_traits = ("lexical", "normalising")
 
     def query_tokens(self, query: str) -> list[str]:
         return re.findall(r"\w+", query)
@@ -214,8 +216,11 @@ class CaseSensitiveQuery(ReferenceBM25):
 class TruncatedQuery(ReferenceBM25):
     """Bug: the query is cut to its first 40 characters (a column width in a request log reused as input).
 
-    A whitespace edit moves the cut; only a query edit reveals it (soft), so no hard relation is expected.
+    It declares `normalising` like the BM25 it wraps. Caught by: query.normalised_invariant (a whitespace edit
+    moves the cut, so the same words retrieve differently).
     """
+
+    ragmorph_traits = ("lexical", "normalising")
 
     def query_tokens(self, query: str) -> list[str]:
         return super().query_tokens(query[:40])
@@ -346,19 +351,12 @@ ZOO: tuple[ZooMember, ...] = (
         "results cached by (query, k), ignoring filters and index edits",
         ("removal.removed_never_returned", "repeat.identical", "tenancy.unauthorized_zero", "tenancy.filtered_equals_visible"),
     ),
-    ZooMember(
-        "case_sensitive_query",
-        CaseSensitiveQuery,
-        "the query is not casefolded",
-        ("query.ranking_invariant",),
-        hard_detectable=False,
-    ),
+    ZooMember("case_sensitive_query", CaseSensitiveQuery, "the query is not casefolded", ("query.normalised_invariant",)),
     ZooMember(
         "truncated_query",
         TruncatedQuery,
         "only the first 40 characters of the query are used",
-        ("query.ranking_invariant",),
-        hard_detectable=False,
+        ("query.normalised_invariant",),
     ),
     ZooMember("drops_last_chunk", DropsLastChunk, "the last chunk is never indexed", ("reorder.invariant",)),
     ZooMember(
