@@ -10,6 +10,9 @@ it as relevant, and its text cannot answer the case):
   *another tenant*: it is invisible to the case's tenant, so it can never be that tenant's answer.
 - `near_duplicate`: a gold chunk's text with one word replaced by filler, visible to the case's tenant; it is
   not evidence, and only soft relations look at it.
+- `padded`: a gold chunk's text with filler words appended, visible to the case's tenant. It carries the same
+  answer, so it is never called irrelevant: only its rank relative to the original is judged (words that do
+  not match the query make a chunk longer, and length normalisation never lets the longer copy win).
 """
 
 from __future__ import annotations
@@ -21,13 +24,13 @@ import attrs
 from hypothesis import strategies as st
 
 from ragmorph.model import Chunk, World
-from ragmorph.relations import Direction, Observation, Relation, Severity, Verdict
+from ragmorph.relations import Direction, Observation, Relation, Severity, Verdict, scores_tied
 
 from ._core import Family, PerturbationBase, chunk_of, corpus_diff, fresh_id, ks_strategy, vocabulary
 
 __all__ = ["FAMILY", "KINDS", "RELATIONS", "InjectDistractors", "distractor_injections"]
 
-KINDS = ("unrelated", "boilerplate", "lookalike", "near_duplicate")
+KINDS = ("unrelated", "boilerplate", "lookalike", "near_duplicate", "padded")
 _MARK = "ragmorph_distractor"
 
 
@@ -123,6 +126,15 @@ def distractor_injections(world: World, *, ks: Sequence[int], **_: object) -> st
         choices.append(
             st.builds(near_duplicate, ks_strategy(ks), st.sampled_from(gold), st.integers(0, 50), st.sampled_from(filler), position)
         )
+
+        def padded(k: int, g: Chunk, words: list[str], at: int) -> InjectDistractors:
+            text = f"{g.text} {' '.join(words)}"
+            chunk = Chunk(_ids(world, 1)[0], text, tenant=g.tenant, metadata={_MARK: "padded", "copy_of": g.id})
+            return InjectDistractors(k=k, kind="padded", chunks=(chunk,), at=at)
+
+        choices.append(
+            st.builds(padded, ks_strategy(ks), st.sampled_from(gold), st.lists(st.sampled_from(filler), min_size=1, max_size=60), position)
+        )
     return st.one_of(choices)
 
 
@@ -184,6 +196,37 @@ def _lookalike_unauthorized(base: Observation, follow: Observation) -> Verdict:
     return Verdict.ok("no chunk of another tenant returned", 0, 0)
 
 
+def _padded_below_original(base: Observation, follow: Observation) -> Verdict:
+    injected = _injected(base, follow)
+    copies = [c for c in (follow.world.corpus.get(i) for i in sorted(injected)) if c is not None and "copy_of" in c.metadata]
+    hits = follow.ranking.hits
+    if any(not h.has_finite_score for h in hits):
+        return Verdict.not_applicable("the retriever returned no scores, so ties cannot be told apart")
+    rank = {h.id: position for position, h in enumerate(hits)}
+    for copy in copies:
+        original = str(copy.metadata["copy_of"])
+        if copy.id not in rank:
+            continue
+        mine = hits[rank[copy.id]]
+        if original in rank:
+            theirs = hits[rank[original]]
+            if rank[copy.id] < rank[original] and not scores_tied(mine.score, theirs.score):  # type: ignore[arg-type]
+                return Verdict.broken(
+                    f"padded copy {copy.id!r} (score {mine.score:.6g}) outranks its original {original!r} "
+                    f"(score {theirs.score:.6g}), although it only adds words that do not match the query"
+                )
+            continue
+        last = hits[-1]
+        if len(hits) < follow.world.params.k or not scores_tied(mine.score, last.score):  # type: ignore[arg-type]
+            return Verdict.broken(
+                f"padded copy {copy.id!r} (score {mine.score:.6g}) is returned at rank {rank[copy.id] + 1} but its "
+                f"original {original!r} is not, although the copy only adds words that do not match the query"
+            )
+    if not any(c.id in rank for c in copies):
+        return Verdict.not_applicable("no padded copy returned to compare with its original")
+    return Verdict.ok("every returned padded copy ranks below its original or ties with it")
+
+
 def _coverage_kept(base: Observation, follow: Observation) -> Verdict:
     case = base.world.case
     if not case.evidence:
@@ -235,6 +278,23 @@ RELATIONS = (
         check=_lookalike_unauthorized,
         applies_to=("InjectDistractors:lookalike",),
         assumptions=("the case is asked with its tenant filter",),
+    ),
+    Relation(
+        name="distractors.padded_below_original",
+        family="distractors",
+        summary="a copy of a gold chunk padded with words that do not match the query never outranks the original",
+        target="ranking@k",
+        direction=Direction.NEVER,
+        severity=Severity.HARD,
+        check=_padded_below_original,
+        applies_to=("InjectDistractors:padded",),
+        requires=("lexical",),
+        assumptions=(
+            "lexical retriever with non-negative term weights whose length normalisation never rewards words that "
+            "do not match the query (BM25 with Lucene idf and b in [0, 1], length-normalised tf-idf); both chunks are "
+            "scored in the same run, so corpus statistics are shared",
+            "equal scores (b = 0) may come in either order; an original cut off at k must tie with the last hit",
+        ),
     ),
     Relation(
         name="distractors.near_duplicate_coverage",

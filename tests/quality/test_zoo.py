@@ -23,13 +23,6 @@ pytestmark = pytest.mark.slow
 
 CASES = ("q01", "q02", "q05")
 
-# Bugs the default suite misses today: each is a finding for the engine, explained in tests/quality/FINDINGS.md.
-MISSED = {
-    "length_bias": "injected unrelated text never shifts the average length enough to push a gold chunk out in "
-    "the demo world (FINDINGS.md #3)",
-}
-
-
 @functools.lru_cache(maxsize=None)
 def report_of(name: str, factory: Any) -> dict[str, Any]:
     """The ragmorph.report/1 dict of check() with default settings on the quality cases (cached per retriever)."""
@@ -47,19 +40,12 @@ def hard_failures(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return found
 
 
-def _params(members: list[ZooMember]) -> list[Any]:
-    return [
-        pytest.param(m, id=m.name, marks=pytest.mark.xfail(strict=True, reason=MISSED[m.name])) if m.name in MISSED else pytest.param(m, id=m.name)
-        for m in members
-    ]
-
-
 def test_the_zoo_holds_at_least_fifteen_distinct_bugs() -> None:
     assert len({m.name for m in ZOO}) == len(ZOO) >= 15
     assert all(m.factory.__doc__ and "Bug:" in m.factory.__doc__ for m in ZOO)
 
 
-@pytest.mark.parametrize("member", _params([m for m in ZOO if m.hard_detectable]))
+@pytest.mark.parametrize("member", [m for m in ZOO if m.hard_detectable], ids=lambda m: m.name)
 def test_each_bug_fails_an_expected_hard_relation(member: ZooMember) -> None:
     report = report_of(member.name, member.factory)
     failed = hard_failures(report)
@@ -92,7 +78,8 @@ def test_query_normalisation_bugs_also_show_as_soft_breaks(name: str) -> None:
 @pytest.mark.parametrize(
     "name",
     ["tenant_filter_ignored", "shared_chunks_dropped", "short_by_one", "ignores_deletes", "stale_under_current_only",
-     "superseded_preferred", "drops_last_chunk", "rerank_when_k_large"],
+     "superseded_preferred", "drops_last_chunk", "rerank_when_k_large", "length_bias", "case_sensitive_query",
+     "truncated_query", "long_by_one", "duplicate_ids", "nan_scores"],
 )
 def test_violations_shrink_to_a_handful_of_chunks(name: str) -> None:
     member = next(m for m in ZOO if m.name == name)

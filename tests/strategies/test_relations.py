@@ -145,3 +145,29 @@ def test_promote_relevant_uses_the_metrics() -> None:
     swapped = obs([("a", None), ("c", None)], k=2)
     verdict = rel.check(base, swapped)
     assert verdict.applicable and verdict.holds and verdict.after >= verdict.before
+
+
+def test_padded_copy_never_outranks_its_original_except_in_a_tie() -> None:
+    rel = relation("distractors.padded_below_original")
+    copy = Chunk("pad", "alpha lorem ipsum", tenant="acme", metadata={"copy_of": "a"})
+    more = CORPUS.with_chunks([copy], at=0)
+    base = obs([("a", 2.0)], k=2)
+    assert rel.check(base, obs([("a", 2.0), ("pad", 1.5)], k=2, corpus=more)).holds
+    assert rel.check(base, obs([("pad", 2.0), ("a", 2.0)], k=2, corpus=more)).holds  # b = 0: a tie, any order
+    assert not rel.check(base, obs([("pad", 2.5), ("a", 2.0)], k=2, corpus=more)).holds
+    # The original cut off at k: only allowed when it could be tied with the last hit.
+    assert rel.check(base, obs([("d", 3.0), ("pad", 2.0)], k=2, corpus=more)).holds
+    assert not rel.check(base, obs([("pad", 2.0), ("d", 1.0)], k=2, corpus=more)).holds
+    assert not rel.check(base, obs([("pad", 2.0)], k=2, corpus=more)).holds
+    assert not rel.check(base, obs([("a", 2.0)], k=2, corpus=more)).applicable
+
+
+def test_normalised_query_invariance_judges_only_edits_that_keep_the_words() -> None:
+    rel = relation("query.normalised_invariant")
+    base = obs([("a", 2.0), ("d", 1.0)])
+    upper = Case("q", "ALPHA QUESTION?", tenant="acme", evidence=[["a"], ["d"]])
+    assert rel.check(base, obs([("a", 2.0), ("d", 1.0)], case=upper)).holds
+    assert not rel.check(base, obs([("d", 1.0), ("a", 2.0)], case=upper)).holds
+    reworded = Case("q", "alphaquestion", tenant="acme", evidence=[["a"], ["d"]])
+    assert not rel.check(base, obs([("d", 1.0)], case=reworded)).applicable
+    assert rel.requires == ("normalising",) and rel.severity.value == "hard"

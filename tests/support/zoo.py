@@ -238,11 +238,12 @@ class DropsLastChunk(ReferenceBM25):
 
 
 class LengthBias(ReferenceBM25):
-    """Bug: a configuration typo sets b = 10 instead of 1.0, far outside [0, 1]: length normalisation goes
-    negative for chunks a little shorter than average, so their scores turn negative and they drop out.
+    """Bug: a configuration typo sets b = 10 instead of 1.0, far outside [0, 1]: the length norm
+    1 - b + b * len / avgdl goes negative for chunks a little shorter than average, so their scores turn
+    negative and they drop out, while a longer copy of the same text scores.
 
-    Injecting long unrelated text raises the average length and pushes a gold chunk out. Caught by:
-    distractors.unrelated_below_gold (a gold chunk displaced by unrelated text).
+    Caught by: distractors.padded_below_original (a gold chunk padded with words that do not match the query
+    is returned although its original is not).
     """
 
     def __init__(self, corpus: Corpus | Sequence[Chunk], **kwargs: float) -> None:
@@ -363,7 +364,7 @@ ZOO: tuple[ZooMember, ...] = (
         "length_bias",
         LengthBias,
         "b = 10: negative length normalisation drops chunks shorter than average",
-        ("distractors.unrelated_below_gold",),
+        ("distractors.padded_below_original",),
     ),
     ZooMember(
         "nan_scores",
