@@ -99,7 +99,7 @@ class _Qrels:
 
     def __init__(self, qrels: Mapping[str, Mapping[str, int]], qids: Sequence[str]) -> None:
         empty: dict[str, int] = {}
-        maps = [qrels.get(qid, empty) for qid in qids]
+        maps = list(map(qrels.get, qids, repeat(empty)))
         if set(map(type, maps)) - {dict}:
             # Only then check one by one: an ABC isinstance check costs about a microsecond per query.
             for qid, levels in zip(qids, maps):
@@ -148,18 +148,19 @@ def _score_block(maps: list[dict[str, float]], lengths: np.ndarray) -> np.ndarra
 
 
 def _scored_ranks(
-    maps: list[Mapping[str, float]], judged: _Qrels
+    runs: list[dict[str, float]], judged: _Qrels
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Ranks of the relevant documents in score-ordered runs; also returns each query's length."""
-    # dict.get and dict.values run in C on real dicts only.
-    runs = [m if type(m) is dict else dict(m) for m in maps] if set(map(type, maps)) - {dict} else maps
+    """Ranks of the relevant documents in score-ordered runs (real dicts); also returns each query's length."""
     count = len(runs)
     lengths = np.fromiter(map(len, runs), dtype=np.int64, count=count)
     bounds = np.searchsorted(judged.rows, np.arange(count + 1))  # judgements of query q: bounds[q]:bounds[q+1]
+    # A rank never exceeds the depth: the narrowest counter that holds it keeps the sums cheap.
+    count_type = np.uint16 if int(lengths.max(initial=0)) < 1 << 16 else np.int64
     found_parts: list[np.ndarray] = []
     score_parts: list[np.ndarray] = []
     rank_parts: list[np.ndarray] = []
     tied_parts: list[np.ndarray] = []
+    done = 0  # found documents in the blocks before this one
     first = 0
     # Block by block of queries, so the padded score matrix and the comparison temporaries stay small (and
     # in cache) even next to a very long ranking.
@@ -175,12 +176,22 @@ def _scored_ranks(
         scores = np.fromiter(chain.from_iterable(lookups), dtype=np.float64, count=hi - lo)
         retrieved = judged.positive[lo:hi] & ~np.isnan(scores)
         found, target = np.flatnonzero(retrieved) + lo, scores[retrieved]
-        candidates = matrix[judged.rows[found] - first]
+        # One column per found document holding its query's scores: the comparisons and the count then run
+        # across columns (vectorised), not as one short reduction per document.
+        candidates = matrix.T[:, judged.rows[found] - first]
+        rank_parts.append(np.add.reduce(candidates > target, axis=0, dtype=count_type))
+        # Ties are rare in float scores: sorting each row finds the queries that have any at all (cheaper than
+        # comparing every found document for equality), and only their documents are checked one by one.
+        # -inf padding may pose as a tie; the exact count below only looks at real documents.
+        ordered = np.sort(matrix, axis=1)
+        repeated = ordered[:, 1:] == ordered[:, :-1]
+        suspects = np.flatnonzero(repeated.any(axis=1)[judged.rows[found] - first]) if repeated.any() else ()
+        if len(suspects):
+            equal = np.count_nonzero(candidates[:, suspects] == target[suspects], axis=0)
+            tied_parts.append(suspects[equal > 1] + done)
         found_parts.append(found)
         score_parts.append(target)
-        rank_parts.append(np.count_nonzero(candidates > target[:, None], axis=1))
-        # Padding can pose as a tie with a -inf score; the exact count below only looks at real documents.
-        tied_parts.append(np.count_nonzero(candidates == target[:, None], axis=1) > 1)
+        done += len(found)
         first = last
     if not found_parts:
         nothing = np.zeros(0, dtype=np.int64)
@@ -189,7 +200,7 @@ def _scored_ranks(
     found_scores = np.concatenate(score_parts)
     ranks = np.concatenate(rank_parts).astype(np.int64)
     found_rows = judged.rows[found]
-    for index in np.flatnonzero(np.concatenate(tied_parts)).tolist():
+    for index in np.concatenate([np.zeros(0, dtype=np.int64), *tied_parts]).tolist():
         # trec_eval orders equal scores by doc id, descending: larger ids come first.
         doc, score = judged.doc(found[index]), found_scores[index]
         ranks[index] += sum(1 for other, value in runs[found_rows[index]].items() if value == score and other > doc)
@@ -217,13 +228,22 @@ def _listed_ranks(
 def _ideal_dcg(judged: _Qrels, ks: Iterable[int]) -> dict[int, np.ndarray]:
     count = len(judged.sizes)
     gains, rows = judged.levels[judged.positive], judged.rows[judged.positive]
+    if len(gains) and np.array_equal(gains, np.floor(gains)) and gains.max() <= 64:
+        # Levels are nearly always a few small integers: count each level per query and add up stretches of
+        # the discount prefix sums, instead of sorting every judgement.
+        top = int(gains.max())
+        histogram = np.bincount(rows * top + (top - gains.astype(np.int64)), minlength=count * top)
+        counts = histogram.reshape(count, top)  # column j: judgements at level top - j (best first)
+        ends = np.cumsum(counts, axis=1)
+        starts = ends - counts
+        levels = np.arange(top, 0, -1, dtype=np.float64)
+        prefix = np.concatenate(([0.0], np.cumsum(1.0 / np.log2(np.arange(int(ends[:, -1].max())) + 2.0))))
+        return {
+            k: (levels * (prefix[np.minimum(ends, k)] - prefix[np.minimum(starts, k)])).sum(axis=1) for k in ks
+        }
     if len(gains) and gains.min() != gains.max():
-        # The ideal ranking puts the largest gains first; levels are usually small integers, sorted in one pass.
-        top = gains.max()
-        if np.array_equal(gains, np.floor(gains)) and top < 2**20:
-            order = _order_within_groups(rows, (top - gains).astype(np.int64))
-        else:
-            order = np.lexsort((-gains, rows))
+        # The ideal ranking puts the largest gains first.
+        order = np.lexsort((-gains, rows))
         gains, rows = gains[order], rows[order]
     positions = _within_group_positions(rows, count)
     discounted = gains / np.log2(positions + 2.0)
@@ -265,19 +285,24 @@ def evaluate_batch(
         )
     if not isinstance(run, Mapping) or not isinstance(qrels, Mapping):
         raise UsageError(f"expected run and qrels as dicts keyed by query id, got run={describe(run)}")
-    qids = list(run) + [qid for qid in qrels if qid not in run]
+    # The subset test runs in C; the ordered list of missing queries is only built when there are some.
+    missing = [] if qrels.keys() <= run.keys() else [qid for qid in qrels if qid not in run]
+    qids = [*run, *missing]
     judged = _Qrels(qrels, qids)
     kind = _run_kind(run)
     empty: Mapping[str, float] | Sequence[str] = {} if kind == "scored" else ()
-    rankings = [run.get(qid, empty) for qid in qids]
+    rankings = [*run.values(), *repeat(empty, len(missing))]
+    kinds = set(map(type, rankings))
     plain = dict if kind == "scored" else list
-    for qid, ranking in zip(qids, rankings) if set(map(type, rankings)) - {plain} else ():
+    for qid, ranking in zip(qids, rankings) if kinds - {plain} else ():
         if kind == "scored" and not isinstance(ranking, Mapping):
             raise UsageError(f"expected every run value to be a {{doc_id: score}} dict, got run[{qid!r}]={describe(ranking)}")
         if kind == "listed" and (isinstance(ranking, (str, bytes, Mapping)) or not isinstance(ranking, Sequence)):
             raise UsageError(f"expected every run value to be a list of doc ids, got run[{qid!r}]={describe(ranking)}")
     if kind == "scored":
-        rows, ranks, gains, lengths = _scored_ranks(rankings, judged)  # type: ignore[arg-type]
+        # dict.get and dict.values run in C on real dicts only.
+        runs = [r if type(r) is dict else dict(r) for r in rankings] if kinds - {dict} else rankings
+        rows, ranks, gains, lengths = _scored_ranks(runs, judged)  # type: ignore[arg-type]
         distinct = lengths
     else:
         rows, ranks, gains, lengths = _listed_ranks(rankings, judged)  # type: ignore[arg-type]
