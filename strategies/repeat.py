@@ -85,6 +85,11 @@ def _identical(base: Observation, follow: Observation) -> Verdict:
             scores_tied(a.score, b.score) for a, b in zip(base.ranking.hits, follow.ranking.hits)  # type: ignore[arg-type]
         )
     if not same:
+        if base.ranking.ids == follow.ranking.ids:
+            return Verdict.broken(
+                f"the same call on the same index returned the same ids {list(base.ranking.ids)} with other scores: "
+                f"{[h.score for h in follow.ranking.hits]} the second time, {[h.score for h in base.ranking.hits]} the first"
+            )
         return Verdict.broken(
             f"the same call on the same index returned {list(follow.ranking.ids)} the second time, "
             f"{list(base.ranking.ids)} the first"

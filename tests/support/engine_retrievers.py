@@ -17,6 +17,8 @@ __all__ = [
     "ExplodingBM25",
     "IgnoresTenantFilter",
     "NaNAfterRemove",
+    "OnceFlipped",
+    "WearsOut",
     "OneTooMany",
     "SlowBM25",
     "StaleDeleteBM25",
@@ -122,6 +124,35 @@ class NaNAfterRemove(BM25Retriever):
         """NaN scores while a removal is in effect."""
         hits = super().retrieve(query, k=k, filters=filters)
         return [(hit.id, float("nan")) for hit in hits] if self.removed else hits
+
+
+class OnceFlipped(BM25Retriever):
+    """The second time any instance in the process is asked the same call, its scores come back zeroed: state
+    shared between instances, which no fresh index rebuilds (the third time is normal again)."""
+
+    seen: dict[tuple[Any, ...], int] = {}
+
+    def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> Any:
+        """Answer like BM25Retriever, except the second time."""
+        key = (query, k, filters)
+        OnceFlipped.seen[key] = OnceFlipped.seen.get(key, 0) + 1
+        hits = super().retrieve(query, k=k, filters=filters)
+        return [(h.id, 0.0) for h in hits] if OnceFlipped.seen[key] == 2 else hits
+
+
+class WearsOut(BM25Retriever):
+    """From its 6th call on, an instance returns one hit fewer (a degrading connection pool): a violation only
+    a history of calls on the same instance reproduces."""
+
+    def __init__(self, corpus: Corpus, **kwargs: Any) -> None:
+        super().__init__(corpus, **kwargs)
+        self.made = 0
+
+    def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> Any:
+        """Answer like BM25Retriever, then worse."""
+        self.made += 1
+        hits = super().retrieve(query, k=k, filters=filters)
+        return hits[:-1] if self.made > 5 else hits
 
 
 class SlowBM25(BM25Retriever):

@@ -21,12 +21,17 @@ from ..model import Case, Corpus, Ranking, World
 from ..relations import Observation, Relation, Severity, Verdict
 from ..strategies import FAMILIES, relation_applies
 from ..strategies.contract import VALID_RESPONSE, breach_rule
-from ._session import CallCache, Probe, RetrieverSpec, Session, start_world
+from ._session import CallCache, Probe, RetrieverSpec, Session, Step, probe_after, start_world
 
 __all__ = ["Result", "Settings", "Unit", "execute", "observation_dict"]
 
 # Corpus minimisation spends at most this many probes (each builds a small fresh index).
 _MINIMISE_BUDGET = 120
+# Reducing the calls a stateful violation needs spends at most this many probes, over the last this-many calls;
+# minimising its corpus then spends at most about this many calls (every probe makes the needed calls again).
+_HISTORY_BUDGET = 30
+_HISTORY_LIMIT = 400
+_HISTORY_CALLS = 600
 _TEXT_SNIPPET = 160
 
 
@@ -98,12 +103,31 @@ class Result:
 class _Violation(Exception):
     """Raised inside the Hypothesis test so it shrinks the perturbation; carries the evidence."""
 
-    def __init__(self, relation: Relation, perturbation: Any, probe: Probe, verdict: Verdict) -> None:
+    def __init__(self, relation: Relation, perturbation: Any, probe: Probe, verdict: Verdict, session: Session) -> None:
         super().__init__(f"{relation.name}: {verdict.detail}")
         self.relation = relation
         self.perturbation = perturbation
         self.probe = probe
         self.verdict = verdict
+        # The calls the base instance had made up to this probe, and which of them gave its observations, so
+        # a violation that needs that history can be reproduced on a fresh instance.
+        self.sources = session.sources
+        last = max((n for n in self.sources if n is not None), default=-1)
+        self.steps = tuple(enumerate(session.steps[: last + 1]))
+
+
+@attrs.frozen
+class _Minimised:
+    """The outcome of corpus minimisation: the smallest violating world found and how far it got."""
+
+    world: World
+    probe: Probe
+    one_minimal: bool | None
+    reason: str | None
+    asked: int
+    calls: int
+    steps: tuple[tuple[int, Step], ...] = ()
+    sources: tuple[int | None, int | None] = (None, None)
 
 
 @attrs.define
@@ -215,7 +239,7 @@ def _search(
                     tally.last_reason = verdict.detail
         for relation, verdict in verdicts:
             if verdict.applicable and not verdict.holds and relation.name in targets:
-                violation = _Violation(relation, perturbation, probe, verdict)
+                violation = _Violation(relation, perturbation, probe, verdict, session)
                 if not shrinking["on"]:
                     shrinking["on"] = True
                     tallies[relation.name].first_failure = violation
@@ -257,43 +281,141 @@ def _same_breach(relation: Relation, first: Verdict, probe: Probe) -> bool:
     return message is not None and breach_rule(message) == breach_rule(wanted)
 
 
-def _still_fails(session_for: Any, world: World, perturbation: Any, relation: Relation, first: Verdict) -> Probe | None:
-    try:
-        probe = session_for(world.corpus).probe(world, perturbation)
-    except RagmorphError:
-        return None
-    if isinstance(probe, str) or not _same_breach(relation, first, probe):
+def _judged(probe: Probe | str | None, relation: Relation, first: Verdict) -> Probe | None:
+    """`probe` when it shows the violation `first` of `relation` again, else None."""
+    if probe is None or isinstance(probe, str) or not _same_breach(relation, first, probe):
         return None
     verdict = relation.check(probe.base, probe.follow)
     return probe if verdict.applicable and not verdict.holds else None
 
 
-def _minimise(
-    unit: Unit, cache: CallCache, resolved: Any, world: World, violation: _Violation
-) -> tuple[World, Probe, bool, tuple[int, int]]:
-    """Shrink the corpus to the chunks the violation still needs.
+def _still_fails(session_for: Any, world: World, perturbation: Any, relation: Relation, first: Verdict) -> Probe | None:
+    try:
+        probe = session_for(world.corpus).probe(world, perturbation)
+    except RagmorphError:
+        return None
+    return _judged(probe, relation, first)
 
-    Returns (world, probe, one_minimal, (calls asked, calls the retriever answered)).
+
+def _drop_blocks(items: list[Any], works: Any, budget: dict[str, int]) -> list[Any]:
+    """Delta debugging: drop ever smaller blocks of `items` while `works(kept)` still holds (within budget)."""
+    block = max(1, len(items) // 2)
+    while items and budget["left"] > 0:
+        start, changed = 0, False
+        while start < len(items) and budget["left"] > 0:
+            trial = items[:start] + items[start + block :]
+            if works(trial):
+                items, changed = trial, True
+            else:
+                start += block
+        if block == 1 and not changed:
+            break
+        block = max(1, block // 2) if not changed or block > 1 else 1
+    return items
+
+
+def _needed_steps(
+    violation: _Violation, try_steps: Any, budget: dict[str, int]
+) -> tuple[tuple[int, Step], ...] | None:
+    """The fewest recorded calls (before the violating probe) with which it reproduces; None when none do."""
+    pinned = {n for n in violation.sources if n is not None}
+    step_of = dict(violation.steps)
+    earlier = [n for n, _ in violation.steps if n not in pinned][-_HISTORY_LIMIT:]
+
+    def works(chosen: list[int]) -> bool:
+        if budget["left"] <= 0:
+            return False
+        budget["left"] -= 1
+        return try_steps(tuple((n, step_of[n]) for n in sorted(set(chosen) | pinned)))
+
+    size, chosen = 0, None
+    # The calls right before the violation are the likeliest culprits: try growing windows of them first.
+    while chosen is None and budget["left"] > 0:
+        window = earlier[len(earlier) - size :] if size else []
+        if works(window):
+            chosen = window
+        elif size >= len(earlier):
+            return None
+        size = min(len(earlier), max(1, size * 2))
+    if chosen is None:
+        return None
+    chosen = _drop_blocks(chosen, works, budget)
+    return tuple((n, step_of[n]) for n in sorted(set(chosen) | pinned))
+
+
+def _minimise(unit: Unit, cache: CallCache, resolved: Any, world: World, violation: _Violation) -> _Minimised:
+    """Shrink the corpus to the chunks the violation still needs, checking 1-minimality with a post-pass.
+
+    A violation that does not reproduce on a fresh index of the unchanged world needs the calls made before
+    it (a stale cache, state leaking between calls): then the fewest of those calls that bring it back are
+    made again on every candidate's fresh index. When even all of them do not, the corpus stays whole and the
+    reason says so.
     """
     sessions: list[Session] = []
+    perturbation, relation = violation.perturbation, violation.relation
+    timeout = unit.settings.timeout
 
-    def session_for(corpus: Corpus) -> Session:
-        session = Session(unit.retriever, corpus, cache=cache, timeout=unit.settings.timeout, resolved=resolved)
+    def session_for(corpus: Corpus, shared: CallCache | None = cache) -> Session:
+        session = Session(unit.retriever, corpus, cache=shared or CallCache(), timeout=timeout, resolved=resolved)
         sessions.append(session)
         return session
 
-    perturbation, relation = violation.perturbation, violation.relation
+    def spent(**fields: Any) -> _Minimised:
+        return _Minimised(asked=sum(s.asked for s in sessions), calls=sum(s.calls for s in sessions), **fields)
+
+    steps: tuple[tuple[int, Step], ...] = ()
+    reason: str | None = None
+
+    def reproduce(candidate: World) -> Probe | None:
+        if not steps:
+            return _still_fails(session_for, candidate, perturbation, relation, violation.verdict)
+        try:
+            probe = probe_after(
+                unit.retriever, candidate, perturbation, steps, violation.sources, timeout=timeout, resolved=resolved, made=sessions
+            )
+        except RagmorphError:
+            return None
+        return _judged(probe, relation, violation.verdict)
+
+    # A fresh index that has seen nothing else: does the world alone show the violation?
+    if _still_fails(lambda c: session_for(c, None), world, perturbation, relation, violation.verdict) is None:
+        history_budget = {"left": _HISTORY_BUDGET}
+
+        def try_steps(chosen: tuple[tuple[int, Step], ...]) -> bool:
+            nonlocal steps
+            steps = chosen
+            return reproduce(world) is not None
+
+        found = _needed_steps(violation, try_steps, history_budget) if violation.steps else None
+        if found is None:
+            made = len(violation.steps)
+            why = (
+                f"the violation does not reproduce on a fresh index of the same corpus, even after making the {made} "
+                "call(s) that came before it again"
+                if made
+                else "the violation does not reproduce on a fresh index of the same corpus"
+            )
+            why += ": it depends on state the runner cannot rebuild (randomness, time, or state shared between "
+            why += "instances), so the corpus was not minimised"
+            return spent(world=world, probe=violation.probe, one_minimal=False, reason=why)
+        steps = found
+        reason = (
+            f"needs {len(steps)} call(s) made before it on the same instance (it does not reproduce on a fresh index): "
+            "every candidate corpus was checked by making them again, and the replay file makes them too"
+        )
+
     pinned = set(perturbation.referenced_ids()) | {i for i in world.case.gold_ids if i in world.corpus}
-    budget = {"left": _MINIMISE_BUDGET}
+    probes = _MINIMISE_BUDGET if not steps else max(15, min(_MINIMISE_BUDGET, _HISTORY_CALLS // (len(steps) + 2)))
+    budget = {"left": probes}
     best = (world, violation.probe)
 
-    def attempt(keep: set[str]) -> bool:
+    def attempt(keep: Any) -> bool:
         nonlocal best
         if budget["left"] <= 0:
             return False
         budget["left"] -= 1
-        candidate = attrs.evolve(world, corpus=world.corpus.restricted(keep | pinned))
-        probe = _still_fails(session_for, candidate, perturbation, relation, violation.verdict)
+        candidate = attrs.evolve(world, corpus=world.corpus.restricted(set(keep) | pinned))
+        probe = reproduce(candidate)
         if probe is not None:
             best = (candidate, probe)
         return probe is not None
@@ -305,19 +427,7 @@ def _minimise(
         current = []
     elif attempt({i for i in rest if i in shown}):
         current = [i for i in rest if i in shown]
-    # Delta debugging over the remaining chunks: drop ever smaller blocks while the violation persists.
-    block = max(1, len(current) // 2)
-    while current and block >= 1 and budget["left"] > 0:
-        start, changed = 0, False
-        while start < len(current) and budget["left"] > 0:
-            trial = current[:start] + current[start + block :]
-            if attempt(set(trial)):
-                current, changed = trial, True
-            else:
-                start += block
-        if block == 1 and not changed:
-            break
-        block = max(1, block // 2) if not changed or block > 1 else 1
+    current = _drop_blocks(current, attempt, budget)
     # 1-minimality post-pass: removing any one remaining chunk must make the violation go away.
     one_minimal = True
     for chunk_id in list(current):
@@ -331,12 +441,15 @@ def _minimise(
     final_world, final_probe = best
     if set(final_world.corpus.ids) != set(current) | pinned:
         final_world = attrs.evolve(world, corpus=world.corpus.restricted(set(current) | pinned))
-        probe = _still_fails(session_for, final_world, perturbation, relation, violation.verdict)
+        probe = reproduce(final_world)
         if probe is None:
             final_world, final_probe, one_minimal = best[0], best[1], False
         else:
             final_probe = probe
-    return final_world, final_probe, one_minimal, (sum(s.asked for s in sessions), sum(s.calls for s in sessions))
+    if not one_minimal:
+        ran_out = f"the minimisation budget of {probes} probes ran out before every remaining chunk was tried"
+        reason = f"{reason}; {ran_out}" if reason else ran_out
+    return spent(world=final_world, probe=final_probe, one_minimal=one_minimal, reason=reason, steps=steps, sources=violation.sources)
 
 
 def _safe_name(text: str) -> str:
@@ -344,28 +457,28 @@ def _safe_name(text: str) -> str:
 
 
 def _violation_record(
-    unit: Unit,
-    violation: _Violation,
-    world: World,
-    probe: Probe,
-    one_minimal: bool | None,
-    calls_first: int,
-    calls_shrinking: int,
+    unit: Unit, violation: _Violation, minimised: _Minimised, calls_first: int, calls_shrinking: int
 ) -> dict[str, Any]:
     from ._replay import write_replay
 
+    world, probe = minimised.world, minimised.probe
     verdict = violation.relation.check(probe.base, probe.follow)
     perturbation = violation.perturbation
+    detail = verdict.detail or violation.verdict.detail
+    if minimised.reason:
+        # Renderers show the detail: say there why the corpus is (or how it was) minimised.
+        detail = f"{detail} [minimal corpus: {minimised.reason}]"
     record: dict[str, Any] = {
         "relation": violation.relation.name,
         "case": unit.case.id,
         "query": unit.case.query,
         "perturbation": {"type": type(perturbation).__name__, "repr": repr(perturbation), "fields": perturbation.to_dict()["fields"]},
-        "detail": verdict.detail or violation.verdict.detail,
+        "detail": detail,
         "base": observation_dict(probe.base),
         "follow_up": observation_dict(probe.follow),
         "minimal_corpus": [c.to_dict() for c in world.corpus],
-        "one_minimal": one_minimal,
+        "one_minimal": minimised.one_minimal,
+        "minimal_reason": minimised.reason,
         "calls_to_first_failure": calls_first,
         "calls_shrinking": calls_shrinking,
         "replay": None,
@@ -376,7 +489,18 @@ def _violation_record(
         if violation.relation.family != unit.strategy:
             parts = (*parts, unit.strategy)  # a contract breach found by another family's unit
         name = "-".join(_safe_name(p) for p in parts) + ".json"
-        record["replay"] = str(write_replay(folder / name, unit=unit, world=world, perturbation=perturbation, relation=violation.relation, detail=record["detail"]))
+        record["replay"] = str(
+            write_replay(
+                folder / name,
+                unit=unit,
+                world=world,
+                perturbation=perturbation,
+                relation=violation.relation,
+                detail=record["detail"],
+                steps=minimised.steps,
+                sources=minimised.sources,
+            )
+        )
     return record
 
 
@@ -433,13 +557,16 @@ def execute(unit: Unit, cache: CallCache | None = None) -> tuple[Result, ...]:
         name = violation.relation.name
         targets.discard(name)
         calls_first = tallies[name].calls_to_first_failure or session.asked
-        minimal_world, probe, one_minimal, (minimise_asked, minimise_calls) = world, violation.probe, None, (0, 0)
-        if unit.settings.minimise and (session.has_factory or violation.probe.base.world.corpus is world.corpus):
-            if session.has_factory:
-                minimal_world, probe, one_minimal, (minimise_asked, minimise_calls) = _minimise(unit, cache, resolved, world, violation)
-        shrinking = session.asked - calls_first + minimise_asked
-        found[name] = _violation_record(unit, violation, minimal_world, probe, one_minimal, calls_first, shrinking)
-        session.calls += minimise_calls
+        if unit.settings.minimise and session.has_factory:
+            minimised = _minimise(unit, cache, resolved, world, violation)
+        else:
+            why = None if not unit.settings.minimise else (
+                "black-box retriever: without a factory the runner cannot build an index over a smaller corpus"
+            )
+            minimised = _Minimised(world, violation.probe, None, why, 0, 0)
+        shrinking = session.asked - calls_first + minimised.asked
+        found[name] = _violation_record(unit, violation, minimised, calls_first, shrinking)
+        session.calls += minimised.calls
     if not targets and not found and state["error"] is None:
         # Only soft relations: one search to measure their rates.
         _search(session, world, strategy, active, set(), tallies, seen, unit, state)

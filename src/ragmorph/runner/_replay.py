@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from ..model import Case, Chunk, Corpus, Filters, Params, World
 from ..relations import Relation
 from ..strategies import perturbation_from_dict, relation
 from ..strategies.contract import VALID_RESPONSE
-from ._session import CallCache, RetrieverSpec, Session
+from ._session import CallCache, RetrieverSpec, Session, Step, probe_after
 
 __all__ = ["REPLAY_SCHEMA", "ReplayOutcome", "replay", "write_replay"]
 
@@ -38,8 +39,22 @@ def _world_from(data: dict[str, Any], path: Path) -> World:
     return World(corpus, case, params)
 
 
-def write_replay(path: Path, *, unit: Any, world: World, perturbation: Any, relation: Relation, detail: str) -> Path:
-    """Write the replay file of a violation found in `unit` (minimal `world`) and return its path."""
+def write_replay(
+    path: Path,
+    *,
+    unit: Any,
+    world: World,
+    perturbation: Any,
+    relation: Relation,
+    detail: str,
+    steps: Sequence[tuple[int, Step]] = (),
+    sources: tuple[int | None, int | None] = (None, None),
+) -> Path:
+    """Write the replay file of a violation found in `unit` (minimal `world`) and return its path.
+
+    `steps` are the calls a stateful violation needs before it (numbered), `sources` the steps whose results
+    are its observations; `replay()` makes them again on a fresh instance.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     after = perturbation.apply(world)
     data = {
@@ -56,6 +71,8 @@ def write_replay(path: Path, *, unit: Any, world: World, perturbation: Any, rela
         "world_after": _world_dict(after),
         "expected": {"verdict": "broken", "detail": detail},
     }
+    if steps:
+        data["history"] = {"steps": [{"number": n, **step.to_dict()} for n, step in steps], "sources": list(sources)}
     path.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
     return path
 
@@ -105,9 +122,16 @@ def replay(path: str | Path, retriever: Any = None) -> ReplayOutcome:
     perturbation = perturbation_from_dict(data["perturbation"])
     world = _world_from(data["world"], path)
     timeout = (data.get("settings") or {}).get("timeout")
+    history = data.get("history")
     try:
-        session = Session(spec, world.corpus, cache=CallCache(), timeout=timeout)
-        probe = session.probe(world, perturbation)
+        if history:
+            steps = tuple((int(s["number"]), Step.from_dict(s)) for s in history["steps"])
+            sources = (history["sources"][0], history["sources"][1])
+            probe = probe_after(spec, world, perturbation, steps, sources, timeout=timeout)
+        else:
+            probe = Session(spec, world.corpus, cache=CallCache(), timeout=timeout).probe(world, perturbation)
+    except (KeyError, TypeError, ValueError) as error:
+        raise InputError(f"expected a history with numbered steps and two sources, got {error!r}", file=str(path), field="history") from error
     except RagmorphError as error:
         return ReplayOutcome(False, judged.name, str(error), error=str(error))
     if isinstance(probe, str):

@@ -13,13 +13,13 @@ from typing import Any
 import attrs
 
 from ..adapters import GuardedRetriever, applied_delta, describe_capabilities, display_name, is_factory, load_retriever
-from ..errors import InvalidResponse, UsageError
+from ..errors import InvalidResponse, RagmorphError, UsageError
 from ..model import Chunk, Corpus, Params, Ranking, World
 from ..relations import Observation
 from ..strategies import default_filters
 from ..strategies._core import RANKING, REPEAT, corpus_diff
 
-__all__ = ["CallCache", "Probe", "RetrieverSpec", "Session", "derive_seed"]
+__all__ = ["CallCache", "Probe", "RetrieverSpec", "Session", "Step", "derive_seed", "probe_after"]
 
 
 def derive_seed(*parts: object) -> int:
@@ -89,6 +89,37 @@ class CallCache:
 
 
 @attrs.frozen
+class Step:
+    """One call the base instance answered, inside an add/remove delta that was applied before and undone after.
+
+    A session records its steps so that a violation which needs the calls made before it (a stale cache, state
+    leaking between calls) can be reproduced on a fresh instance by making the same steps again.
+    """
+
+    query: str
+    params: Params
+    add: tuple[Chunk, ...] = ()
+    remove: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (for replay files)."""
+        return {
+            "query": self.query,
+            "params": {"k": self.params.k, "filters": self.params.filters.to_dict()},
+            "add": [c.to_dict() for c in self.add],
+            "remove": list(self.remove),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Step:
+        """Inverse of `to_dict`."""
+        from ..model import Filters
+
+        params = Params(data["params"]["k"], Filters(**data["params"]["filters"]))
+        return cls(data["query"], params, tuple(Chunk(**c) for c in data.get("add", ())), tuple(data.get("remove", ())))
+
+
+@attrs.frozen
 class Probe:
     """The two observations of one perturbation and the world they were drawn for."""
 
@@ -120,6 +151,12 @@ class Session:
         self.calls = 0
         self.served = 0  # calls answered from the call cache instead of the retriever
         self.builds = 0
+        self.steps: list[Step] = []
+        # Cache key -> the step that filled it, and the step behind the last observation (None: another
+        # session's instance or a fresh index answered); `sources` holds both for the last probe.
+        self._step_of: dict[tuple[Any, ...], int] = {}
+        self.source: int | None = None
+        self.sources: tuple[int | None, int | None] = (None, None)
 
     # Index state identity, part of every cache key: what the index holds and how it got there.
     def _key(self, state: tuple[Any, ...], query: str, params: Params) -> tuple[Any, ...]:
@@ -178,10 +215,46 @@ class Session:
         finally:
             self.calls += guard.calls - before
 
+    def _on_instance(self, step: Step, known: Corpus) -> Ranking:
+        """Make `step` on the base instance (its delta applied, then undone) and record it."""
+        guard = self.base_instance
+        self.source = len(self.steps)
+        self.steps.append(step)
+        if not (step.add or step.remove):
+            return self._call(guard, step.query, step.params, known)
+        with applied_delta(guard.retriever, add=step.add, remove=step.remove, corpus=self.corpus):
+            return self._call(guard, step.query, step.params, known)
+
+    def _recorded(self, key: tuple[Any, ...], step: Step, known: Corpus) -> Ranking:
+        self.source = self._step_of.get(key)
+
+        def call() -> Ranking:
+            self._step_of[key] = len(self.steps)
+            return self._on_instance(step, known)
+
+        return self._cached(key, call)
+
+    def run_steps(self, steps: Sequence[tuple[int, Step]]) -> dict[int, Ranking | InvalidResponse | None]:
+        """Make `steps` (numbered) on this session's base instance, deltas restricted to its corpus.
+
+        Returns each step's ranking, or the InvalidResponse it raised, or None when the retriever failed.
+        """
+        results: dict[int, Ranking | InvalidResponse | None] = {}
+        for number, step in steps:
+            remove = tuple(i for i in step.remove if i in self.corpus)
+            try:
+                known = self.corpus.with_chunks(step.add) if step.add else self.corpus
+                results[number] = self._on_instance(attrs.evolve(step, remove=remove), known)
+            except InvalidResponse as error:
+                results[number] = error
+            except RagmorphError:
+                results[number] = None
+        return results
+
     def observe_base(self, world: World) -> Ranking:
         """The base ranking of `world` (whose corpus is the session's corpus), from the cache when possible."""
         key = self._key(("base", self.corpus.fingerprint), world.case.query, world.params)
-        return self._cached(key, lambda: self._call(self.base_instance, world.case.query, world.params, self.corpus))
+        return self._recorded(key, Step(world.case.query, world.params), self.corpus)
 
     def corpus_edit_reason(self) -> str | None:
         """None when this retriever can be run on an edited corpus, else why not."""
@@ -202,13 +275,8 @@ class Session:
         if delta is not None and self.supports_delta:
             add, remove = delta
             key = self._key(("applied",) + state, query, params)
-
-            def edited() -> Ranking:
-                guard = self.base_instance
-                with applied_delta(guard.retriever, add=add, remove=remove, corpus=self.corpus):
-                    return self._call(guard, query, params, _known(self.corpus, world.corpus, add))
-
-            return self._cached(key, edited)
+            return self._recorded(key, Step(query, params, add, remove), _known(self.corpus, world.corpus, add))
+        self.source = None
         if not self.has_factory:
             return None
         key = self._key(("built",) + state, query, params)
@@ -221,23 +289,22 @@ class Session:
         A response breaking the retriever contract on the way is returned as an invalid observation of the
         world of that very call (the edited corpus during the delta, the other k or filters in between).
         """
-        guard = self.base_instance
-        add, remove = delta
+        add, remove = tuple(delta[0]), tuple(delta[1])
+        query = world.case.query
         if (add or remove) and not self.supports_delta:
             return None
         if add or remove:
             try:
-                with applied_delta(guard.retriever, add=add, remove=remove, corpus=self.corpus):
-                    self._call(guard, world.case.query, world.params, self.corpus.with_chunks(add) if add else self.corpus)
+                self._on_instance(Step(query, world.params, add, remove), self.corpus.with_chunks(add) if add else self.corpus)
             except InvalidResponse as error:
                 edited = World(self.corpus.with_chunks(add).without(remove), world.case, world.params)
                 return invalid_observation(edited, error)
         for params in between:
             try:
-                self._call(guard, world.case.query, params, self.corpus)
+                self._on_instance(Step(query, params), self.corpus)
             except InvalidResponse as error:
                 return invalid_observation(attrs.evolve(world, params=params), error)
-        return observed(world, lambda: self._call(guard, world.case.query, world.params, self.corpus))
+        return observed(world, lambda: self._on_instance(Step(query, world.params), self.corpus))
 
     def probe(self, world: World, perturbation: Any) -> Probe | str:
         """Observe base and follow-up of `perturbation` on `world`; a string says why it cannot be observed.
@@ -247,17 +314,22 @@ class Session:
         """
         base_world = perturbation.base(world)
         mode = getattr(perturbation, "mode", "world")
+        self.sources = (None, None)
         if mode == REPEAT:
             # Both calls go to this very instance, uncached: its current state (after earlier undone deltas,
             # which may reorder ties) is what the repetition compares against.
-            first = observed(base_world, lambda: self._call(self.base_instance, base_world.case.query, base_world.params, self.corpus))
+            first = observed(base_world, lambda: self._on_instance(Step(base_world.case.query, base_world.params), self.corpus))
+            first_source = self.source
             if first.invalid is not None:
+                self.sources = (first_source, None)
                 return Probe(first, Observation(base_world, Ranking()))
             again = self.repeat(base_world, perturbation.interleave(world), perturbation.round_trip(world))
             if again is None:
                 return "the retriever has no add/remove to apply and undo a delta"
+            self.sources = (first_source, self.source)
             return Probe(first, again)
         base = observed(base_world, lambda: self.observe_base(base_world))
+        self.sources = (self.source, None)
         if mode == RANKING:
             if base.invalid is not None:
                 return Probe(base, Observation(base_world, Ranking()))
@@ -268,12 +340,70 @@ class Session:
         try:
             follow_ranking = self.observe_follow(follow_world)
         except InvalidResponse as error:
+            self.sources = (self.sources[0], self.source)
             return Probe(base, invalid_observation(follow_world, error))
+        self.sources = (self.sources[0], self.source)
         if follow_ranking is None:
             return self.corpus_edit_reason() or (
                 "this corpus edit (a reordering) needs a factory to build a fresh index; deltas cannot express it"
             )
         return Probe(base, Observation(follow_world, follow_ranking))
+
+
+def probe_after(
+    spec: RetrieverSpec,
+    world: World,
+    perturbation: Any,
+    steps: Sequence[tuple[int, Step]],
+    sources: tuple[int | None, int | None],
+    *,
+    timeout: float | None = None,
+    resolved: Any = None,
+    made: list[Session] | None = None,
+) -> Probe | str:
+    """Probe `perturbation` on `world` the way it was first observed, after the calls that came before it.
+
+    A fresh instance over `world.corpus` makes `steps` (numbered as in the session that recorded them); the
+    base and follow-up observations are the results of the steps numbered `sources`, or, where a source is
+    None (the run's call cache or a fresh index answered), come from a second fresh instance. A string says
+    why no probe could be formed (a step the observation needs failed).
+    """
+    replayed = Session(spec, world.corpus, cache=CallCache(), timeout=timeout, resolved=resolved)
+    other = Session(spec, world.corpus, cache=CallCache(), timeout=timeout, resolved=resolved)
+    if made is not None:
+        made.extend((replayed, other))
+    results = replayed.run_steps(steps)
+    params_of = {number: step.params for number, step in steps}
+    mode = getattr(perturbation, "mode", "world")
+    base_world = perturbation.base(world)
+    follow_world = base_world if mode in (REPEAT, RANKING) else perturbation.apply(world)
+
+    def from_step(number: int, target: World) -> Observation | str:
+        found = results.get(number)
+        target = attrs.evolve(target, params=params_of.get(number, target.params))
+        if isinstance(found, Ranking):
+            return Observation(target, found)
+        if isinstance(found, InvalidResponse):
+            return invalid_observation(target, found)
+        return f"step {number} of the recorded calls failed when made again"
+
+    base = from_step(sources[0], base_world) if sources[0] is not None else observed(base_world, lambda: other.observe_base(base_world))
+    if isinstance(base, str):
+        return base
+    if base.invalid is not None:
+        return Probe(base, Observation(follow_world, Ranking()))
+    if mode == RANKING:
+        return Probe(base, Observation(base_world, perturbation.derive_ranking(base.ranking)))
+    if sources[1] is not None:
+        follow = from_step(sources[1], follow_world)
+        return follow if isinstance(follow, str) else Probe(base, follow)
+    try:
+        ranking = other.observe_follow(follow_world)
+    except InvalidResponse as error:
+        return Probe(base, invalid_observation(follow_world, error))
+    if ranking is None:
+        return "this corpus edit cannot be applied to this retriever"
+    return Probe(base, Observation(follow_world, ranking))
 
 
 def invalid_observation(world: World, error: InvalidResponse) -> Observation:
