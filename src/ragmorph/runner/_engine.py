@@ -512,7 +512,8 @@ def _base_metrics(session: Session, unit: Unit) -> dict[str, float | None] | Non
         ranking = session.observe_base(world)
     except RagmorphError:
         return None
-    return dict(evaluate(ranking, unit.case, standard_metrics(unit.settings.ks), corpus=unit.corpus))
+    # Keep the QueryScores object (not a plain dict): its numerators/denominators feed the micro averages and counts.
+    return evaluate(ranking, unit.case, standard_metrics(unit.settings.ks), corpus=unit.corpus)
 
 
 def execute(unit: Unit, cache: CallCache | None = None) -> tuple[Result, ...]:
