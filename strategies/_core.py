@@ -20,10 +20,12 @@ from ragmorph.model import Case, Chunk, Corpus, Filters, Hit, Params, Ranking, W
 from ragmorph.relations import Observation, Relation, Verdict
 
 __all__ = [
+    "Derivation",
     "Family",
     "PerturbationBase",
     "Vocabulary",
     "default_filters",
+    "derivation",
     "fresh_id",
     "gold_ranks",
     "ks_strategy",
@@ -259,6 +261,50 @@ def chunk_of(base: Observation, follow: Observation, chunk_id: str) -> Chunk | N
     return found if found is not None else base.world.corpus.get(chunk_id)
 
 
+@attrs.frozen
+class Derivation:
+    """How `after` was derived from `before` by `with_chunks`/`without`/`replaced`: net ids added and removed,
+    and whether it is a pure delta (kept chunks unchanged and in order; added chunks, in corpus order)."""
+
+    added: frozenset[str]
+    removed: frozenset[str]
+    pure: bool
+    added_chunks: tuple[Chunk, ...] = ()
+
+
+def derivation(before: Corpus, after: Corpus) -> Derivation | None:
+    """The derivation of `after` from `before` read from the corpora's delta bookkeeping, without touching
+    every id; None when `after` was not derived from `before` that way (then compare the corpora instead)."""
+    chain = []
+    current = after
+    while current is not before:
+        overlay = getattr(current, "_overlay", None)
+        if overlay is None or len(chain) > 16:
+            return None
+        chain.append(overlay)
+        current = overlay[0]
+    added: dict[str, Chunk] = {}
+    removed: set[str] = set()
+    pure, adding_steps = True, 0
+    for parent, plus, minus, _ in reversed(chain):
+        for chunk_id in minus:
+            if chunk_id in added:
+                del added[chunk_id]
+            else:
+                removed.add(chunk_id)
+        adding_steps += bool(plus)
+        for chunk_id, chunk in plus.items():
+            if chunk_id in removed or chunk_id in parent:
+                # A replaced or re-added id: same id set, possibly other content; not a pure delta.
+                removed.discard(chunk_id)
+                pure = False
+            else:
+                added[chunk_id] = chunk
+    # One insertion keeps its chunks contiguous and in the given order; several may interleave.
+    pure = pure and adding_steps <= 1
+    return Derivation(frozenset(added), frozenset(removed), pure, tuple(added.values()) if pure else ())
+
+
 _DIFFS: dict[tuple[int, int], tuple[Corpus, Corpus, frozenset[str], frozenset[str]]] = {}
 _DIFF_SLOTS = 16
 
@@ -271,7 +317,11 @@ def corpus_diff(before: Corpus, after: Corpus) -> tuple[frozenset[str], frozense
     if found is None or found[0] is not before or found[1] is not after:
         if len(_DIFFS) >= _DIFF_SLOTS:
             _DIFFS.pop(next(iter(_DIFFS)))
-        added = frozenset(after.id_keys() - before.id_keys())
-        removed = frozenset(before.id_keys() - after.id_keys())
+        derived = derivation(before, after)
+        if derived is not None:
+            added, removed = derived.added, derived.removed
+        else:
+            added = frozenset(after.id_keys() - before.id_keys())
+            removed = frozenset(before.id_keys() - after.id_keys())
         found = _DIFFS[key] = (before, after, added, removed)
     return found[2], found[3]

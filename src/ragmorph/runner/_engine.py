@@ -247,6 +247,9 @@ def _search(
                 raise violation
 
     run = given(strategy)(test)
+    # No example database is used, so skip Hypothesis's key for it: a digest of the test's source code, which
+    # it would otherwise re-read and tokenize for every unit.
+    run._hypothesis_internal_database_key = b"ragmorph-runner"  # type: ignore[attr-defined]
     run = settings(
         max_examples=unit.settings.max_examples,
         database=None,

@@ -7,6 +7,7 @@ module only obtains rankings (through GuardedRetriever, the adapters' one door),
 from __future__ import annotations
 
 import hashlib
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -17,7 +18,7 @@ from ..errors import InvalidResponse, RagmorphError, UsageError
 from ..model import Chunk, Corpus, Params, Ranking, World
 from ..relations import Observation
 from ..strategies import default_filters
-from ..strategies._core import RANKING, REPEAT, corpus_diff
+from ..strategies._core import RANKING, REPEAT, corpus_diff, derivation
 
 __all__ = ["CallCache", "Probe", "RetrieverSpec", "Session", "Step", "derive_seed", "probe_after"]
 
@@ -270,8 +271,9 @@ class Session:
         query, params = world.case.query, world.params
         if world.corpus is self.corpus or world.corpus.chunks == self.corpus.chunks:
             return self.observe_base(world)
-        delta = _as_delta(self.corpus, world.corpus)
-        state = _corpus_state(self.corpus, world.corpus, delta)
+        reordering = _is_reordering(self.corpus, world.corpus)
+        delta = None if reordering else _as_delta(self.corpus, world.corpus)
+        state = _corpus_state(self.corpus, world.corpus, delta, reordering)
         if delta is not None and self.supports_delta:
             add, remove = delta
             key = self._key(("applied",) + state, query, params)
@@ -280,7 +282,11 @@ class Session:
         if not self.has_factory:
             return None
         key = self._key(("built",) + state, query, params)
-        known = _known(self.corpus, world.corpus, delta[0] if delta is not None else [c for c in world.corpus.chunks if c.id not in self.corpus])
+        if reordering:
+            known = self.corpus
+        else:
+            added = delta[0] if delta is not None else [world.corpus[i] for i in corpus_diff(self.corpus, world.corpus)[0]]
+            known = _known(self.corpus, world.corpus, added)
         return self._cached(key, lambda: self._call(self._build(world.corpus), query, params, known))
 
     def repeat(self, world: World, between: Sequence[Params], delta: tuple[Sequence[Chunk], Sequence[str]]) -> Observation | None:
@@ -429,6 +435,10 @@ def _without_positions(corpus: Corpus, ids: frozenset[str]) -> list[Chunk]:
 
 def _as_delta(before: Corpus, after: Corpus) -> tuple[tuple[Chunk, ...], tuple[str, ...]] | None:
     """(added chunks, removed ids) turning `before` into `after`, or None when order or content changed otherwise."""
+    derived = derivation(before, after)
+    if derived is not None and derived.pure:
+        # Built by insertions and removals alone: the delta is known without comparing every chunk.
+        return derived.added_chunks, tuple(sorted(derived.removed, key=before.position))
     added_ids, removed_ids = corpus_diff(before, after)
     # Perturbations reuse the Chunk objects they keep, so list equality settles on identity at C speed.
     if _without_positions(before, removed_ids) != _without_positions(after, added_ids):
@@ -451,13 +461,31 @@ def _known(base: Corpus, after: Corpus, added: Sequence[Chunk]) -> Corpus:
     return base.with_chunks(added)
 
 
-def _corpus_state(base: Corpus, after: Corpus, delta: Any) -> tuple[Any, ...]:
+def _is_reordering(base: Corpus, after: Corpus) -> bool:
+    """True when `after` holds the very chunk objects of `base` in another order (compared at C speed)."""
+    if len(after) != len(base) or not base.chunks or derivation(base, after) is not None:
+        return False
+    return set(map(id, after.chunks)) == _identities(base)
+
+
+def _corpus_state(base: Corpus, after: Corpus, delta: Any, reordering: bool) -> tuple[Any, ...]:
     """A cheap identity of `after` relative to `base` for cache keys (no full fingerprint of big corpora)."""
     if delta is not None:
         return ("delta", base.fingerprint, delta[0], delta[1])
-    if len(after) == len(base) and base.chunks and all(after.get(c.id) is c for c in base.chunks):
-        return ("order", base.fingerprint, tuple(c.id for c in after.chunks))
+    if reordering:
+        return ("order", base.fingerprint, tuple(map(_ID, after.chunks)))
     return ("corpus", after.fingerprint)
+
+
+_ID = operator.attrgetter("id")
+_IDENTITIES: list[tuple[Corpus, frozenset[int]]] = []
+
+
+def _identities(corpus: Corpus) -> frozenset[int]:
+    """The identities of `corpus`'s chunk objects (the last corpus asked is remembered: it is the base)."""
+    if not _IDENTITIES or _IDENTITIES[0][0] is not corpus:
+        _IDENTITIES[:] = [(corpus, frozenset(map(id, corpus.chunks)))]
+    return _IDENTITIES[0][1]
 
 
 def start_world(corpus: Corpus, case: Any, ks: Sequence[int]) -> World:
