@@ -40,14 +40,19 @@ class CallWith(PerturbationBase):
         return attrs.evolve(world, params=Params(self.k_to, self.filters))
 
 
-def calls_with(world: World, *, ks: Sequence[int], **_: object) -> st.SearchStrategy[CallWith]:
-    """Draw another cutoff and filter set for the case's query; shrinks toward the smallest k, the case's filters."""
+def calls_with(world: World, *, ks: Sequence[int], filters: bool = True, **_: object) -> st.SearchStrategy[CallWith]:
+    """Draw another cutoff and filter set for the case's query; shrinks toward the smallest k, the case's filters.
+
+    Other filters are drawn only for retrievers that take filters.
+    """
     tenant = world.case.tenant
-    filters = [default_filters(world.case), Filters(), Filters(current_only=True)]
-    if tenant is not None:
-        filters.append(Filters(tenant=tenant, current_only=True))
+    choices = [default_filters(world.case)]
+    if filters:
+        choices += [Filters(), Filters(current_only=True)]
+        if tenant is not None:
+            choices.append(Filters(tenant=tenant, current_only=True))
     cutoffs = sorted(set(ks) | {2 * max(ks)})
-    return st.builds(CallWith, k=ks_strategy(ks), k_to=st.sampled_from(cutoffs), filters=st.sampled_from(list(dict.fromkeys(filters))))
+    return st.builds(CallWith, k=ks_strategy(ks), k_to=st.sampled_from(cutoffs), filters=st.sampled_from(list(dict.fromkeys(choices))))
 
 
 def describe_params(params: Params) -> str:

@@ -53,12 +53,19 @@ class RoundTrip(PerturbationBase):
         return self.remove
 
 
-def repeats(world: World, *, ks: Sequence[int], delta: bool = False, **_: object) -> st.SearchStrategy[PerturbationBase]:
-    """Draw repeated calls (shrink toward none between) and, for delta retrievers, undone edits."""
+def repeats(
+    world: World, *, ks: Sequence[int], delta: bool = False, filters: bool = True, **_: object
+) -> st.SearchStrategy[PerturbationBase]:
+    """Draw repeated calls (shrink toward none between) and, for delta retrievers, undone edits.
+
+    Calls in between vary k and, for retrievers that take filters, the filters too.
+    """
     tenant = world.case.tenant
-    filter_choices = [world.params.filters, Filters(), Filters(current_only=True)]
-    if tenant is not None:
-        filter_choices.append(Filters(tenant=tenant, current_only=True))
+    filter_choices = [world.params.filters]
+    if filters:
+        filter_choices += [Filters(), Filters(current_only=True)]
+        if tenant is not None:
+            filter_choices.append(Filters(tenant=tenant, current_only=True))
     wider = sorted(set(ks) | {max(ks) * 2})
     calls = st.builds(Params, k=st.sampled_from(wider), filters=st.sampled_from(filter_choices))
     repeat = st.builds(RepeatCall, k=ks_strategy(ks), between=st.lists(calls, max_size=4).map(tuple))

@@ -89,3 +89,14 @@ def test_breach_rules_ignore_the_values() -> None:
     assert breach_rule("expected distinct ids, got id='a' at ranks 1 and 2") != breach_rule(
         "expected a finite score, got score=nan for id='a' at rank 1"
     )
+
+
+def test_a_retriever_without_filters_gets_no_filtered_calls_it_cannot_take() -> None:
+    from ragmorph.adapters import FunctionRetriever
+
+    plain = FunctionRetriever(lambda query, k: [c.id for c in CORPUS if "password" in c.text][:k])
+    no_tenant = check({"plain": plain}, CORPUS, CASES[1:], strategies=["repeat", "contract", "cutoff"], max_examples=10)
+    assert "error" not in {r.status for r in no_tenant.results} and no_tenant.exit_code == 0
+    # A case asked as a tenant needs a filter: an error that says how to fix it, never a crash or a pass.
+    tenant = check({"plain": plain}, CORPUS, CASES[:1], strategies=["cutoff"], max_examples=5)
+    assert {r.status for r in tenant.results} == {"error"} and "TenantFilter" in tenant.results[0].reason

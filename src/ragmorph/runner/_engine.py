@@ -549,7 +549,7 @@ def execute(unit: Unit, cache: CallCache | None = None) -> tuple[Result, ...]:
     tallies = {r.name: _Tally() for r in judged}
     missing = {r.name: sorted(set(r.requires) - session.traits) for r in judged}
     active = [r for r in judged if not missing[r.name]]
-    strategy = family.draw(world, ks=unit.settings.ks, delta=session.supports_delta)
+    strategy = family.draw(world, ks=unit.settings.ks, delta=session.supports_delta, filters=session.capabilities.supports_filters)
     targets = {r.name for r in active if r.severity is Severity.HARD}
     seen: set[str] = set()
     state: dict[str, Any] = {"error": None}
