@@ -184,22 +184,28 @@ def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: objec
     if unknown:
         raise UsageError(f"expected strategy families among {sorted(known)}, got {unknown} in {name}")
     prefix = "" if name == "ragmorph_suite" else f"{name}-"
+    # A response that breaks the retriever contract inside another family's perturbed world is reported by
+    # that family's run, so every family also gets its own `<family>-valid_response` item.
+    contract = [relation for relation in CATALOG if relation.family == "contract"]
+    pairs = [(relation.family, relation) for relation in CATALOG if relation.family in families]
+    pairs += [(family, relation) for family in families if family != "contract" for relation in contract]
     items: list[pytest.Item] = []
     for retriever in obj.retrievers:
-        for relation in CATALOG:
-            if relation.family not in families:
-                continue
+        for family, relation in pairs:
+            short = relation.name.rsplit(".", 1)[-1] if relation.family != family else relation.name.removeprefix(
+                family + "."
+            )
             item = RelationItem.from_parent(
                 collector,
-                name=f"{prefix}{retriever}[{relation.family}-{relation.name.removeprefix(relation.family + '.')}]",
+                name=f"{prefix}{retriever}[{family}-{short}]",
                 suite_name=name,
                 retriever=retriever,
-                family=relation.family,
+                family=family,
                 relation=relation.name,
                 severity=relation.severity.value,
             )
             item.add_marker(pytest.mark.ragmorph)
-            item.add_marker(pytest.mark.xdist_group(f"ragmorph-{collector.nodeid}-{name}-{retriever}-{relation.family}"))
+            item.add_marker(pytest.mark.xdist_group(f"ragmorph-{collector.nodeid}-{name}-{retriever}-{family}"))
             items.append(item)
     return items
 

@@ -38,7 +38,9 @@ FAST = ("--ragmorph-max-examples", "3", "-p", "no:cacheprovider")
 
 
 def _relations(*families: str) -> list[str]:
-    return [f"{r.family}-{r.name.removeprefix(r.family + '.')}" for r in CATALOG if r.family in families]
+    own = [f"{r.family}-{r.name.removeprefix(r.family + '.')}" for r in CATALOG if r.family in families]
+    # Every family also reports contract breaches found in its own perturbed worlds.
+    return own + [f"{family}-valid_response" for family in families if family != "contract"]
 
 
 def _outcomes(result: pytest.RunResult) -> dict[str, int]:
@@ -216,3 +218,31 @@ def test_suite_rejects_bad_declarations() -> None:
         suite(retrievers={"my retriever": object()}, corpus="c.jsonl", cases="q.jsonl")
     declared = suite("ragmorph.adapters:BM25Retriever", corpus=Path("c.jsonl"), cases="q.jsonl")
     assert list(declared.retrievers) == ["BM25Retriever"]
+
+
+def test_an_invalid_response_in_a_perturbed_world_fails_that_familys_valid_response_item(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        test_overfull=WORLD
+        + """
+from ragmorph.adapters import BM25Retriever
+from ragmorph.pytest_plugin import suite
+
+
+class OneTooMany(BM25Retriever):
+    '''Returns k + 1 hits whenever a filter is set: a contract breach only the tenancy family provokes.'''
+
+    def retrieve(self, query, *, k, filters=None):
+        hits = super().retrieve(query, k=k + 1 if filters else k, filters=filters)
+        return hits
+
+
+ragmorph_suite = suite(retrievers={"overfull": OneTooMany}, corpus=WORLD.corpus, cases=WORLD.cases,
+                       strategies=("tenancy",), ks=(1, 3, 5))
+"""
+    )
+    result = pytester.runpytest_inprocess("-q", *FAST)
+    assert "overfull[tenancy-valid_response]" in result.stdout.str()
+    failed = [line for line in result.outlines if line.startswith("FAILED")]
+    assert any("tenancy-valid_response" in line for line in failed), result.stdout.str()

@@ -55,9 +55,10 @@ class BM25Retriever(SlotIndex):
     A one-chunk delta costs O(tokens of that chunk); removal tombstones the chunk, and queries skip tombstones.
     """
 
-    # Declares to the runner that a chunk sharing no token with the query scores 0 (true for the default
-    # word tokenizer; a sub-word tokenizer should drop the trait on its subclass).
-    ragmorph_traits: tuple[str, ...] = ("lexical",)
+    # Promises to the runner (true for the default casefolding word tokenizer; a subclass with another
+    # tokenizer should restate them): `lexical`, a chunk sharing no token with the query scores 0;
+    # `normalising`, case, whitespace and ASCII punctuation edits of the query change nothing.
+    ragmorph_traits: tuple[str, ...] = ("lexical", "normalising")
 
     def __init__(
         self, corpus: Corpus, *, k1: float = 1.5, b: float = 0.75, tokenizer: Tokenizer | None = None

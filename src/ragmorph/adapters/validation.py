@@ -44,10 +44,14 @@ def validate_hits(
     """
     _check_score_order(score_order)
     normalised = normalise_hits(hits, query=query)
-    shown = excerpt(hits)
+
+    def shown() -> str:
+        # Built only when a rule breaks: most responses are valid and the excerpt costs a repr of all hits.
+        return excerpt(hits)
+
     if len(normalised) > k:
         raise InvalidResponse(
-            f"expected at most k={k} hits, got {len(normalised)}; cut the response to k", query=query, excerpt=shown
+            f"expected at most k={k} hits, got {len(normalised)}; cut the response to k", query=query, excerpt=shown()
         )
     seen: dict[str, int] = {}
     for rank, hit in enumerate(normalised, start=1):
@@ -55,7 +59,7 @@ def validate_hits(
             raise InvalidResponse(
                 f"expected distinct ids, got id={hit.id!r} at ranks {seen[hit.id]} and {rank}",
                 query=query,
-                excerpt=shown,
+                excerpt=shown(),
             )
         seen[hit.id] = rank
         if corpus is not None and hit.id not in corpus:
@@ -63,13 +67,13 @@ def validate_hits(
                 f"expected ids from the corpus, got unknown id={hit.id!r} at rank {rank}; is the retriever "
                 "indexed over a different corpus?",
                 query=query,
-                excerpt=shown,
+                excerpt=shown(),
             )
         if hit.score is not None and not math.isfinite(hit.score):
             raise InvalidResponse(
                 f"expected a finite score, got score={hit.score!r} for id={hit.id!r} at rank {rank}",
                 query=query,
-                excerpt=shown,
+                excerpt=shown(),
             )
     previous: tuple[int, Hit] | None = None
     for rank, hit in enumerate(normalised, start=1):
@@ -82,7 +86,7 @@ def validate_hits(
                 "return the negated distance)"
             )
             if score_order == "error":
-                raise InvalidResponse(message, query=query, excerpt=shown)
+                raise InvalidResponse(message, query=query, excerpt=shown())
             warnings.warn(f"{message}; query={query!r}", ScoreOrderWarning, stacklevel=2)
             break
         previous = (rank, hit)
