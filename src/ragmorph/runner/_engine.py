@@ -480,6 +480,10 @@ def _violation_record(
         "base": observation_dict(probe.base),
         "follow_up": observation_dict(probe.follow),
         "minimal_corpus": [c.to_dict() for c in world.corpus],
+        # What renderers mark in the ranking diff: gold evidence, and the ids the perturbation added or removed.
+        "evidence": [list(group) for group in unit.case.evidence],
+        "injected": sorted(probe.follow.world.corpus.id_keys() - probe.base.world.corpus.id_keys()),
+        "removed": sorted(probe.base.world.corpus.id_keys() - probe.follow.world.corpus.id_keys()),
         "one_minimal": minimised.one_minimal,
         "minimal_reason": minimised.reason,
         "calls_to_first_failure": calls_first,
