@@ -7,6 +7,7 @@ work of that chunk, and the order of live slots always equals the order of the e
 
 from __future__ import annotations
 
+import abc
 import threading
 from collections.abc import Callable, Iterable, Sequence
 
@@ -83,7 +84,7 @@ def top_slots(
     return chosen
 
 
-class SlotIndex:
+class SlotIndex(abc.ABC):
     """Base class of the built-in retrievers: owns the chunks, tombstones, checkpoints and the lock.
 
     Subclasses implement the four hooks that keep their own structures in step with the slots.
@@ -115,21 +116,21 @@ class SlotIndex:
         self._lock = threading.RLock()
 
     # Hooks -------------------------------------------------------------------------------------------
+    @abc.abstractmethod
     def _on_add(self, slots: range, chunks: Sequence[Chunk]) -> None:
         """Index freshly appended slots (they are alive)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def _on_remove(self, slot: int, chunk: Chunk) -> None:
         """A live slot stops counting (tombstoned or truncated)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def _on_revive(self, slot: int, chunk: Chunk) -> None:
         """A tombstoned slot counts again (rollback)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def _on_truncate(self, slot: int, chunk: Chunk) -> None:
         """Forget the last slot entirely (rollback, newest first)."""
-        raise NotImplementedError
 
     # Public surface ----------------------------------------------------------------------------------
     def __len__(self) -> int:
