@@ -102,15 +102,22 @@ def decode_value(value: Any) -> Any:
     return value
 
 
+def _always_applicable(world: World) -> str | None:
+    return None
+
+
 @attrs.frozen
 class Family:
-    """One strategy family: how it draws perturbations for a world and the relations it checks."""
+    """One strategy family: how it draws perturbations for a world and the relations it checks.
+
+    `applicable(world)` returns why the family cannot run on `world`, or None (the default: every world).
+    """
 
     name: str
     summary: str
     relations: tuple[Relation, ...]
     draw: Callable[..., st.SearchStrategy[Any]] = attrs.field(repr=False)
-    applicable: Callable[[World], str | None] = attrs.field(repr=False)
+    applicable: Callable[[World], str | None] = attrs.field(repr=False, default=_always_applicable)
     edits_corpus: bool = False
     needs_delta: bool = False
 

@@ -104,14 +104,9 @@ VALID_RESPONSE = Relation(
 RELATIONS = (VALID_RESPONSE,)
 
 
-def _applicable(world: World) -> str | None:
-    return None
-
-
 FAMILY = Family(
     name="contract",
     summary="ask the query at other cutoffs and filters; every response must obey the retriever contract",
     relations=RELATIONS,
     draw=calls_with,
-    applicable=_applicable,
 )

@@ -98,14 +98,9 @@ RELATIONS = (
 )
 
 
-def _applicable(world: World) -> str | None:
-    return None
-
-
 FAMILY = Family(
     name="cutoff",
     summary="k -> k' > k: the top k is a prefix of the top k'",
     relations=RELATIONS,
     draw=raised_cutoffs,
-    applicable=_applicable,
 )

@@ -310,15 +310,10 @@ RELATIONS = (
 )
 
 
-def _applicable(world: World) -> str | None:
-    return None
-
-
 FAMILY = Family(
     name="distractors",
     summary="inject unrelated text, long boilerplate, other tenants' look-alikes or near-duplicates",
     relations=RELATIONS,
     draw=distractor_injections,
-    applicable=_applicable,
     edits_corpus=True,
 )

@@ -137,14 +137,9 @@ RELATIONS = (
 )
 
 
-def _applicable(world: World) -> str | None:
-    return None
-
-
 FAMILY = Family(
     name="repeat",
     summary="repeat a call after other calls (other k, filters) or after an undone add/remove",
     relations=RELATIONS,
     draw=repeats,
-    applicable=_applicable,
 )
