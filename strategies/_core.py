@@ -15,6 +15,7 @@ from faker import Faker
 from hypothesis import register_random
 from hypothesis import strategies as st
 
+from ragmorph.adapters._text import default_tokenize
 from ragmorph.errors import UsageError
 from ragmorph.model import Case, Chunk, Corpus, Filters, Hit, Params, Ranking, World
 from ragmorph.relations import Observation, Relation, Verdict
@@ -160,10 +161,8 @@ def gold_ranks(ranking: Ranking, case: Case) -> dict[str, int]:
 
 
 def query_tokens(text: str) -> tuple[str, ...]:
-    """Casefolded word tokens, the way a word-level lexical retriever sees text."""
-    import re
-
-    return tuple(re.findall(r"\w+", text.casefold()))
+    """Casefolded word tokens, the way a word-level lexical retriever sees text (the built-in tokenizer)."""
+    return tuple(default_tokenize(text))
 
 
 # Words sharing this many leading characters count as the same word: a stemmer maps "policies" and "policy"

@@ -14,7 +14,6 @@ import importlib
 import importlib.util
 import math
 import os
-import re
 import sys
 import types
 import warnings
@@ -23,6 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from .adapters._text import default_tokenize
 from .adapters.embedders import CachedEmbedder, Embedder, HashingEmbedder
 from .errors import AdapterError, UsageError, describe
 from .model import Case, Chunk, Corpus
@@ -39,11 +39,8 @@ __all__ = [
     "judge_score",
 ]
 
-_WORD = re.compile(r"\w+")
-
-
 def _tokens(text: str) -> set[str]:
-    return set(_WORD.findall(text.casefold()))
+    return set(default_tokenize(text))
 
 
 @runtime_checkable
