@@ -17,7 +17,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import Flaky
 
 from ..errors import RagmorphError
-from ..model import Case, Corpus, Ranking, World
+from ..model import Case, Corpus, World
 from ..relations import Observation, Relation, Severity, Verdict
 from ..strategies import FAMILIES, relation_applies
 from ..strategies.contract import VALID_RESPONSE, breach_rule
@@ -169,14 +169,10 @@ def observation_dict(observation: Observation) -> dict[str, Any]:
     return block
 
 
-def _broke_contract(probe: Probe) -> bool:
-    return probe.base.invalid is not None or probe.follow.invalid is not None
-
-
 def _judge(relations: Sequence[Relation], perturbation: Any, probe: Probe, delegate: Corpus | None) -> list[tuple[Relation, Verdict]]:
     """Verdicts of the relations that judge `perturbation`; `delegate` is the corpus whose contract breaches
     another unit (the contract family's) reports."""
-    if _broke_contract(probe):
+    if probe.invalid is not None:
         # A rejected response has no ranking to compare: only the contract relation can judge that pair.
         broken = probe.base if probe.base.invalid is not None else probe.follow
         if delegate is not None and broken.world.corpus is delegate:
@@ -186,8 +182,7 @@ def _judge(relations: Sequence[Relation], perturbation: Any, probe: Probe, deleg
 
 
 def _invalid_reason(probe: Probe) -> str:
-    message = probe.base.invalid if probe.base.invalid is not None else probe.follow.invalid
-    return f"the retriever's response broke the retriever contract (see {VALID_RESPONSE.name}): {message}"
+    return f"the retriever's response broke the retriever contract (see {VALID_RESPONSE.name}): {probe.invalid}"
 
 
 def _search(
@@ -225,7 +220,7 @@ def _search(
             return
         delegate = world.corpus if unit.settings.contract_unit and unit.strategy != "contract" else None
         verdicts = _judge(relations, perturbation, probe, delegate)
-        if fresh and _broke_contract(probe):
+        if fresh and probe.invalid is not None:
             for relation in relations:
                 if relation is not VALID_RESPONSE and relation_applies(relation, perturbation):
                     tallies[relation.name].last_reason = _invalid_reason(probe)
@@ -278,8 +273,8 @@ def _search(
 def _same_breach(relation: Relation, first: Verdict, probe: Probe) -> bool:
     """Whether `probe` shows the violation `first` of `relation` (for the contract: the same broken rule)."""
     if relation is not VALID_RESPONSE:
-        return not _broke_contract(probe)
-    message = probe.base.invalid if probe.base.invalid is not None else probe.follow.invalid
+        return probe.invalid is None
+    message = probe.invalid
     wanted = first.detail.split("broke the retriever contract: ", 1)[-1]
     return message is not None and breach_rule(message) == breach_rule(wanted)
 
@@ -511,10 +506,9 @@ def _violation_record(
     return record
 
 
-def _base_metrics(session: Session, unit: Unit) -> dict[str, float | None] | None:
+def _base_metrics(session: Session, unit: Unit, world: World) -> dict[str, float | None] | None:
     from ..metrics import evaluate, standard_metrics
 
-    world = start_world(unit.corpus, unit.case, unit.settings.ks)
     try:
         ranking = session.observe_base(world)
     except RagmorphError:
@@ -541,7 +535,7 @@ def execute(unit: Unit, cache: CallCache | None = None) -> tuple[Result, ...]:
     except RagmorphError as error:
         return rows("error", str(error))
     world = start_world(unit.corpus, unit.case, unit.settings.ks)
-    base_metrics = _base_metrics(session, unit)
+    base_metrics = _base_metrics(session, unit, world)
     reason = family.applicable(world)
     if reason is None and family.edits_corpus:
         reason = session.corpus_edit_reason()

@@ -136,7 +136,7 @@ def replay(path: str | Path, retriever: Any = None) -> ReplayOutcome:
         return ReplayOutcome(False, judged.name, str(error), error=str(error))
     if isinstance(probe, str):
         return ReplayOutcome(False, judged.name, probe, applicable=False)
-    broken = probe.base.invalid if probe.base.invalid is not None else probe.follow.invalid
+    broken = probe.invalid
     if broken is not None and judged is not VALID_RESPONSE:
         # The retriever now breaks the contract instead: that prevents a verdict on this relation.
         message = f"the response broke the retriever contract, so {judged.name} cannot be judged: {broken}"

@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 
 from ..adapters import GuardedRetriever, applied_delta, describe_capabilities, display_name, is_factory, load_retriever
-from ..errors import InvalidResponse, RagmorphError, UsageError
+from ..errors import InvalidResponse, RagmorphError, RetrieverFailed, UsageError
 from ..model import Chunk, Corpus, Params, Ranking, World
 from ..relations import Observation
 from ..strategies import default_filters
@@ -127,6 +127,11 @@ class Probe:
     base: Observation
     follow: Observation
 
+    @property
+    def invalid(self) -> str | None:
+        """The validator's message for the first of the two calls that broke the retriever contract, else None."""
+        return self.base.invalid if self.base.invalid is not None else self.follow.invalid
+
 
 class Session:
     """One retriever over one base corpus: a lazily built base instance, fresh follow-up indexes, call counting."""
@@ -167,8 +172,6 @@ class Session:
         return GuardedRetriever(retriever, corpus=corpus, timeout=self.timeout, name=self.spec.name)
 
     def _build(self, corpus: Corpus) -> GuardedRetriever:
-        from ..errors import RagmorphError, RetrieverFailed
-
         self.builds += 1
         try:
             built = self.target(corpus)
