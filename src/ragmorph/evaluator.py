@@ -289,6 +289,11 @@ class _Target:
     compute: Callable[[ContextCase, tuple[Chunk, ...], int], float | None] = attrs.field(eq=False, repr=False)
 
 
+def _ranking(contexts: tuple[Chunk, ...]) -> Ranking:
+    """The contexts as a ranking without scores (the order is the ranking)."""
+    return Ranking(Hit(chunk.id, None, chunk.text) for chunk in contexts)
+
+
 def _metric_target(metric: Metric, k: int) -> _Target:
     measure = metric.measure
     if measure not in _MEASURE_KINDS:
@@ -299,8 +304,7 @@ def _metric_target(metric: Metric, k: int) -> _Target:
     name = str(metric)
 
     def compute(item: ContextCase, contexts: tuple[Chunk, ...], cut: int) -> float | None:
-        ranking = Ranking(Hit(chunk.id, None, chunk.text) for chunk in contexts)
-        return evaluate(ranking, item.case, [name])[name]
+        return evaluate(_ranking(contexts), item.case, [name])[name]
 
     return _Target(name, _MEASURE_KINDS[measure], False, compute)
 
@@ -309,8 +313,7 @@ def _judge_target(judge: Any, k: int) -> _Target:
     name = f"Relevance@{k}"
 
     def compute(item: ContextCase, contexts: tuple[Chunk, ...], cut: int) -> float | None:
-        ranking = Ranking(Hit(chunk.id, None, chunk.text) for chunk in contexts)
-        return evaluate(ranking, item.case, [name], judge=judge.score)[name]
+        return evaluate(_ranking(contexts), item.case, [name], judge=judge.score)[name]
 
     return _Target(f"{name} ({type(judge).__name__})", RELEVANCE, is_stochastic(judge), compute)
 
@@ -449,10 +452,8 @@ class _Violation(Exception):
 
 
 def _observation(item: ContextCase, contexts: tuple[Chunk, ...], k: int, value: float | None, tolerance: float) -> Observation:
-    seen = {chunk.id for chunk in contexts}
-    corpus = Corpus(contexts + tuple(chunk for chunk in item.references if chunk.id not in seen))
-    ranking = Ranking(Hit(chunk.id, None, chunk.text) for chunk in contexts)
-    return Observation(World(corpus, item.case, Params(k)), ranking, {"value": value, "tolerance": tolerance})
+    corpus = attrs.evolve(item, contexts=contexts).corpus
+    return Observation(World(corpus, item.case, Params(k)), _ranking(contexts), {"value": value, "tolerance": tolerance})
 
 
 def _perturbation_dict(perturbation: Any) -> dict[str, Any]:
