@@ -86,7 +86,8 @@ def test_violations_shrink_to_a_handful_of_chunks(name: str) -> None:
     failed = hard_failures(report_of(member.name, member.factory))
     violation = next(failed[r]["violation"] for r in member.caught_by if r in failed)
     assert len(violation["minimal_corpus"]) <= 4, [c["id"] for c in violation["minimal_corpus"]]
-    assert violation["replay"] is None or violation["replay"].endswith(".json")
+    # report_of runs without replay_dir, so no replay file is written (replay files: tests/runner/test_contract.py).
+    assert violation["replay"] is None
 
 
 def test_deleting_one_chunk_is_enough_to_expose_ignored_deletes() -> None:
