@@ -39,13 +39,15 @@ def read_bytes(path: PathLike) -> bytes:
         raise InputError(f"expected a readable file, got {error.strerror}", file=str(path)) from None
 
 
-def iter_text_lines(path: PathLike) -> Iterator[tuple[int, str]]:
+def iter_text_lines(path: PathLike, data: bytes | None = None) -> Iterator[tuple[int, str]]:
     """Yield (1-based line number, text) for each non-blank line, decoding UTF-8 line by line.
 
     Decoding per line lets an invalid byte be reported at its own line. A leading byte-order mark is not data
-    and is dropped; `\\r\\n` endings are accepted. Blank (whitespace-only) lines are skipped.
+    and is dropped; `\\r\\n` endings are accepted. Blank (whitespace-only) lines are skipped. `data`, when
+    given, is the file's bytes already read (errors still name `path`).
     """
-    data = read_bytes(path)
+    if data is None:
+        data = read_bytes(path)
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     for number, raw in enumerate(data.split(b"\n"), start=1):

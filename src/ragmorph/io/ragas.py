@@ -72,7 +72,7 @@ def _rows(path: PathLike) -> Iterator[tuple[int, Any]]:
         for number, row in enumerate(loads_strict(text, file=str(path)), start=1):
             yield number, row
     else:
-        for line, text in iter_text_lines(path):
+        for line, text in iter_text_lines(path, data):
             yield line, loads_strict(text, file=str(path), line=line)
 
 
