@@ -323,20 +323,24 @@ def evaluate_batch(
     is_first = found.nth == 1
     first_rank[found.rows[is_first]] = found.ranks[is_first]
 
+    # P@k, R@k, F1@k, Hit@k, ... share one cutoff's counts: computed once per k, not once per metric.
+    cut: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for k in ks:
+        inside = found.ranks < k
+        cut[k] = inside, np.bincount(found.rows[inside], minlength=count).astype(np.float64)
+
     arrays: dict[str, np.ndarray] = {}
     parts: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     with np.errstate(divide="ignore", invalid="ignore"):
         for metric in parsed:
             k = metric.k
-            inside = found.ranks < k
-            hits_k = np.bincount(found.rows[inside], minlength=count).astype(np.float64)
-            slots = np.minimum(lengths, k).astype(np.float64)
+            inside, hits_k = cut[k]
             measure = metric.measure
             numerator = denominator = None
             if measure == "P":
                 numerator, denominator = hits_k, np.full(count, float(k))
             elif measure == "P_ret":
-                numerator, denominator = hits_k, slots
+                numerator, denominator = hits_k, np.minimum(lengths, k).astype(np.float64)
             elif measure == "R":
                 numerator, denominator = hits_k, relevant_total
             elif measure == "Hit":
