@@ -131,7 +131,7 @@ def load_retriever_spec(spec: str) -> Any:
         raise UsageError(
             f"expected a retriever as 'package.module:attr' or 'path/to/file.py:attr', got {spec!r}"
         )
-    if not target.endswith(".py") and "/" not in target and "\\" not in target:
+    if not _is_file_spec(spec):
         from .adapters import load_retriever
 
         return load_retriever(spec)
@@ -370,8 +370,7 @@ def _write_reports(
 
     for path, writer in ((json_path, write_json), (junit, write_junit), (html, write_html)):
         if path is not None:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            writer(report, path)
+            writer(report, path)  # each writer creates the missing folders itself
             out.write(f"wrote {path}\n")
 
 
