@@ -200,16 +200,16 @@ def compare_up_to_ties(
         )
     classes = _tie_classes(expected)
     lower = {h.id: h.score for h in below if h.has_finite_score}
+    listed = {h.id for h in expected}
     for number, (start, end) in enumerate(classes):
         want = {hit.id for hit in expected[start:end]}
-        got = [hit for hit in actual[start:end]]
+        got = actual[start:end]
         boundary = open_end and number == len(classes) - 1
         score = expected[start].score
         for offset, hit in enumerate(got):
             if hit.id in want:
                 continue
-            listed = hit.id in {h.id for h in expected}
-            if boundary and not listed:
+            if boundary and hit.id not in listed:
                 if hit.id in lower and not scores_tied(lower[hit.id], score):  # type: ignore[arg-type]
                     return Verdict.broken(
                         f"rank {start + offset + 1}: expected one of {sorted(want)} (score {score:.6g}), got {hit.id!r}, "
