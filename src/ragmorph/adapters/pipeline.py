@@ -105,8 +105,6 @@ class _Stage:
         k: int,
         filters: Filters | None,
         make_keep: Callable[[], Callable[[Hit], bool]],
-        *,
-        pass_filters: bool = True,
     ) -> list[Hit]:
         """The first k inner hits accepted by a fresh `make_keep()` predicate, fetching deeper while too few survive.
 
@@ -116,7 +114,7 @@ class _Stage:
         ceiling = max(k, len(corpus)) if corpus is not None else _MAX_FETCH
         fetch = min(k * self.overfetch, ceiling)
         while True:
-            hits = self._inner_call(query, fetch, filters if pass_filters else None)
+            hits = self._inner_call(query, fetch, filters)
             keep = make_keep()
             kept = [hit for hit in hits if keep(hit)]
             if len(kept) >= k or len(hits) < fetch or fetch >= ceiling:
@@ -145,7 +143,7 @@ class TenantFilter(_Stage):
             chunk = corpus.get(hit.id)
             return chunk is None or filters.allows(chunk)
 
-        return self._fetch(query, k, filters, lambda: allowed, pass_filters=self._inner_filters)
+        return self._fetch(query, k, filters, lambda: allowed)
 
     def _inner_call(self, query: str, k: int, filters: Filters | None) -> tuple[Hit, ...]:
         # This stage's job is to filter, so an inner retriever without filter support is called without them.
