@@ -401,7 +401,7 @@ def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             derandomize=args.derandomize,
             replay_dir=args.replay_dir,
             timeout=args.timeout,
-            progress=lambda done, total, _unit: bar(done, total),
+            progress=bar,
         )
     finally:
         bar.close()

@@ -89,7 +89,7 @@ def run_demo(
             max_examples=max_examples or DEMO_MAX_EXAMPLES,
             seed=seed,
             replay_dir=out_dir / "replays",
-            progress=lambda done, total, _unit: bar(done, total),
+            progress=bar,
         )
     finally:
         bar.close()
