@@ -20,6 +20,7 @@ from ..errors import RagmorphError
 from ..model import Case, Corpus, World
 from ..relations import Observation, Relation, Severity, Verdict
 from ..strategies import FAMILIES, relation_applies
+from ..strategies._core import corpus_diff
 from ..strategies.contract import VALID_RESPONSE, breach_rule
 from ._session import CallCache, Probe, RetrieverSpec, Session, Step, probe_after, start_world
 
@@ -466,6 +467,7 @@ def _violation_record(
     if minimised.reason:
         # Renderers show the detail: say there why the corpus is (or how it was) minimised.
         detail = f"{detail} [minimal corpus: {minimised.reason}]"
+    injected, removed = corpus_diff(probe.base.world.corpus, probe.follow.world.corpus)
     record: dict[str, Any] = {
         "relation": violation.relation.name,
         "case": unit.case.id,
@@ -477,8 +479,8 @@ def _violation_record(
         "minimal_corpus": [c.to_dict() for c in world.corpus],
         # What renderers mark in the ranking diff: gold evidence, and the ids the perturbation added or removed.
         "evidence": [list(group) for group in unit.case.evidence],
-        "injected": sorted(probe.follow.world.corpus.id_keys() - probe.base.world.corpus.id_keys()),
-        "removed": sorted(probe.base.world.corpus.id_keys() - probe.follow.world.corpus.id_keys()),
+        "injected": sorted(injected),
+        "removed": sorted(removed),
         "one_minimal": minimised.one_minimal,
         "minimal_reason": minimised.reason,
         "calls_to_first_failure": calls_first,
