@@ -8,6 +8,7 @@ import pytest
 
 from ragmorph.metrics import evaluate, evaluate_batch
 from ragmorph.model import Case, Ranking
+from support.backends import BACKENDS
 from support.metric_worlds import trec_order
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
@@ -70,11 +71,12 @@ def _ours_names() -> list[str]:
     return [f"{m}@{k}" for k in CUTOFFS for m in ("P", "R", "AP", "nDCG", "RR")]
 
 
+@BACKENDS
 @pytest.mark.parametrize("tied", [False, True], ids=["distinct-scores", "tied-scores"])
-def test_batch_path_matches_trec_eval_with_graded_qrels(tied: bool) -> None:
+def test_batch_path_matches_trec_eval_with_graded_qrels(tied: bool, backend: str) -> None:
     run, qrels = _random_pairs(seed=20260901 + tied, tied=tied)
     expected = _reference(run, qrels)
-    result = evaluate_batch(run, qrels, _ours_names())
+    result = evaluate_batch(run, qrels, _ours_names(), backend=backend)
     assert result.query_ids == tuple(run)
     compared = 0
     for row, qid in enumerate(result.query_ids):

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from ragmorph.metrics import GOLD_MEASURES, evaluate, evaluate_batch
 from ragmorph.model import Case, Ranking
+from support.backends import BACKENDS
 from support.metric_worlds import DOC_IDS, cases, ranked_lists, single_member_cases, trec_order
 
 KS = (1, 2, 3, 5, 8, 13, 21)
@@ -117,6 +118,7 @@ def test_group_recall_equals_recall_when_groups_have_one_member(case: Case, ids:
         assert (values[f"GroupR@{k}"] == 0.0) == (values[f"R@{k}"] == 0.0)
 
 
+@BACKENDS
 @laws
 @given(
     cases_and_runs=st.lists(
@@ -128,10 +130,10 @@ def test_group_recall_equals_recall_when_groups_have_one_member(case: Case, ids:
         max_size=6,
     )
 )
-def test_batch_on_scored_runs_equals_single_evaluation(cases_and_runs: list) -> None:
+def test_batch_on_scored_runs_equals_single_evaluation(cases_and_runs: list, backend: str) -> None:
     run = {f"q{n}": scores for n, (_case, scores) in enumerate(cases_and_runs)}
     qrels = {f"q{n}": {doc: 1 for doc in case.gold_ids} for n, (case, _scores) in enumerate(cases_and_runs)}
-    batch = evaluate_batch(run, qrels, BATCH_NAMES)
+    batch = evaluate_batch(run, qrels, BATCH_NAMES, backend=backend)
     per_query = batch.per_query()
     for n, (case, scores) in enumerate(cases_and_runs):
         single = evaluate(Ranking.of(trec_order(scores)), case, BATCH_NAMES)

@@ -11,6 +11,7 @@ import pytest
 from ragmorph.errors import UsageError
 from ragmorph.metrics import GOLD_MEASURES, MEASURES, POLICIES, evaluate, evaluate_batch, is_empty_ok
 from ragmorph.model import Case, Chunk, Corpus, Hit, Ranking
+from support.backends import BACKENDS
 
 GOLD_AB = Case(id="q", query="q", evidence=[["a"], ["b"]])
 
@@ -229,12 +230,13 @@ def test_relevance_without_a_judge_or_text_or_in_range_score_is_a_usage_error() 
 # --- policy ties (batch path) ---------------------------------------------------------------------------------
 
 
-def test_batch_breaks_score_ties_by_doc_id_descending_like_trec_eval() -> None:
+@BACKENDS
+def test_batch_breaks_score_ties_by_doc_id_descending_like_trec_eval(backend: str) -> None:
     assert "ties" in POLICIES
     run = {"q": {"a": 1.0, "b": 1.0, "c": 1.0}}
-    result = evaluate_batch(run, {"q": {"c": 1}}, "RR@3")
+    result = evaluate_batch(run, {"q": {"c": 1}}, "RR@3", backend=backend)
     assert result["RR@3"].tolist() == [1.0]  # c, b, a
-    result = evaluate_batch(run, {"q": {"a": 1}}, "RR@3")
+    result = evaluate_batch(run, {"q": {"a": 1}}, "RR@3", backend=backend)
     assert result["RR@3"].tolist() == [1 / 3]
 
 
@@ -287,7 +289,8 @@ def test_batch_on_empty_input() -> None:
     assert result.query_ids == () and result["P@5"].shape == (0,) and result["nDCG@5"].shape == (0,)
 
 
-def test_batch_splits_blocks_around_one_very_long_ranking(monkeypatch: pytest.MonkeyPatch) -> None:
+@BACKENDS
+def test_batch_splits_blocks_around_one_very_long_ranking(monkeypatch: pytest.MonkeyPatch, backend: str) -> None:
     from ragmorph.metrics import _batch
 
     monkeypatch.setattr(_batch, "_BLOCK_CELLS", 64)
@@ -296,19 +299,20 @@ def test_batch_splits_blocks_around_one_very_long_ranking(monkeypatch: pytest.Mo
     run = {f"q{n}": {f"d{i}": rng.random() for i in range(rng.choice((0, 1, 3, 5)))} for n in range(11)}
     run["long"] = {f"d{i}": rng.random() for i in range(300)}
     qrels = {qid: {"d0": 1, "d2": 2, "d250": 1} for qid in run}
-    result = evaluate_batch(run, qrels, "R@300,AP@300,RR@300").per_query()
+    result = evaluate_batch(run, qrels, "R@300,AP@300,RR@300", backend=backend).per_query()
     for qid, scores in run.items():
         order = sorted(scores, key=lambda doc: scores[doc], reverse=True)
         case = Case(id=qid, query="q", evidence=[["d0"], ["d2"], ["d250"]])
         assert dict(result[qid]) == pytest.approx(dict(evaluate(Ranking.of(order), case, "R@300,AP@300,RR@300")))
 
 
-def test_batch_accepts_any_mapping_or_sequence_not_only_dicts_and_lists() -> None:
+@BACKENDS
+def test_batch_accepts_any_mapping_or_sequence_not_only_dicts_and_lists(backend: str) -> None:
     from types import MappingProxyType
 
     run = {"q1": MappingProxyType({"a": 2.0, "b": 1.0}), "q2": {"c": 1.0}}
     qrels = {"q1": MappingProxyType({"b": 1}), "q2": {"c": 2}}
-    assert evaluate_batch(run, qrels, "RR@2")["RR@2"].tolist() == [0.5, 1.0]
+    assert evaluate_batch(run, qrels, "RR@2", backend=backend)["RR@2"].tolist() == [0.5, 1.0]
     listed = {"q1": ("a", "b"), "q2": ["c"]}
     assert evaluate_batch(listed, qrels, "RR@2")["RR@2"].tolist() == [0.5, 1.0]
     with pytest.raises(UsageError, match="q2"):

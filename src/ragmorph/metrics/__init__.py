@@ -7,7 +7,7 @@ Names follow ir_measures (`P@5`, `R@10`, `nDCG@10`); every measure documents its
 from __future__ import annotations
 
 from ._aggregate import SCHEMA, MetricAggregate, MetricsSummary, aggregate
-from ._batch import BatchResult, evaluate_batch
+from ._batch import BATCH_BACKEND, BatchResult, evaluate_batch
 from ._names import (
     GOLD_MEASURES,
     GOVERNANCE_MEASURES,
@@ -23,6 +23,7 @@ from ._names import (
 from ._single import Judge, QueryScores, evaluate, is_empty_ok
 
 __all__ = [
+    "BATCH_BACKEND",
     "GOLD_MEASURES",
     "GOVERNANCE_MEASURES",
     "MEASURES",
