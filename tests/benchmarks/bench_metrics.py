@@ -5,9 +5,12 @@ and is timed from those dicts to the numbers: P@10, R@100, nDCG@10, AP@100 and R
 P_10, recall_100, ndcg_cut_10, map_cut_100, recip_rank; ranx: precision@10, recall@100, ndcg@10, map@100,
 mrr@100). ranx compiles with numba on first use: its JIT time is measured on a tiny input and reported
 separately, then the full input is timed warm. Means are printed side by side to show the tools agree.
+ragmorph is timed twice: with its compiled kernel (the default when it was built) and with the numpy path
+that runs where no C compiler was at install time; the targets are checked against the default.
 
-    /tmp/venvprobe/bin/python tests/benchmarks/bench_metrics.py            # 100,000 rankings
-    /tmp/venvprobe/bin/python tests/benchmarks/bench_metrics.py --n 10000  # a quick run
+    python tests/benchmarks/bench_metrics.py --repeat 3   # 100,000 rankings, best of three per tool
+    python tests/benchmarks/bench_metrics.py --fresh-ids  # ids laid out as when parsed from TREC files
+    python tests/benchmarks/bench_metrics.py --n 10000    # a quick run
 """
 
 from __future__ import annotations
@@ -20,15 +23,19 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ragmorph.metrics import evaluate_batch
+from ragmorph.metrics import BATCH_BACKEND, evaluate_batch
 
 OURS = ["P@10", "R@100", "nDCG@10", "AP@100", "RR@100"]
 TREC = ["P_10", "recall_100", "ndcg_cut_10", "map_cut_100", "recip_rank"]
 RANX = ["precision@10", "recall@100", "ndcg@10", "map@100", "mrr@100"]
 
 
-def make_data(queries: int, depth: int, seed: int) -> tuple[dict, dict]:
-    """A run of `depth` scored docs per query and qrels of 1..20 judged docs, about half of them retrieved."""
+def make_data(queries: int, depth: int, seed: int, *, fresh_ids: bool = False) -> tuple[dict, dict]:
+    """A run of `depth` scored docs per query and qrels of 1..20 judged docs, about half of them retrieved.
+
+    Doc ids are shared string objects from a pool of a million, scattered in memory; with `fresh_ids` every
+    entry gets its own string, allocated in order, as when run and qrels are parsed from TREC files.
+    """
     rng = np.random.default_rng(seed)
     pool = [f"doc{i}" for i in range(1_000_000)]
     run: dict[str, dict[str, float]] = {}
@@ -46,6 +53,9 @@ def make_data(queries: int, depth: int, seed: int) -> tuple[dict, dict]:
         levels = rng.integers(0, 4, size=count).tolist()
         levels[0] = max(levels[0], 1)
         qrels[qid] = dict(zip(from_run + elsewhere, levels))
+    if fresh_ids:
+        run = {qid: {(doc + " ")[:-1]: score for doc, score in scores.items()} for qid, scores in run.items()}
+        qrels = {qid: {(doc + " ")[:-1]: level for doc, level in levels.items()} for qid, levels in qrels.items()}
     return run, qrels
 
 
@@ -70,9 +80,9 @@ def timed(fn: Callable[[], dict[str, float]], repeat: int = 1) -> tuple[float, f
     return best_wall, best_cpu, means
 
 
-def ours(run: dict, qrels: dict) -> dict[str, float]:
-    """ragmorph's batch path."""
-    result = evaluate_batch(run, qrels, OURS)
+def ours(run: dict, qrels: dict, backend: str | None = None) -> dict[str, float]:
+    """ragmorph's batch path (`backend` None: the default one)."""
+    result = evaluate_batch(run, qrels, OURS, backend=backend)
     return {name: float(np.nanmean(result[name])) for name in OURS}
 
 
@@ -100,28 +110,35 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeat", type=int, default=1, help="time each tool this many times, keep the best")
     parser.add_argument("--skip-trec", action="store_true", help="leave pytrec_eval out")
+    parser.add_argument("--fresh-ids", action="store_true", help="one string per entry, as parsed from files")
     args = parser.parse_args(argv)
 
     start = time.perf_counter()
-    run, qrels = make_data(args.n, args.depth, args.seed)
-    print(f"data: {args.n:,} rankings x depth {args.depth}, built in {time.perf_counter() - start:.1f} s")
+    run, qrels = make_data(args.n, args.depth, args.seed, fresh_ids=args.fresh_ids)
+    layout = "one string per entry" if args.fresh_ids else "ids shared from a pool of 1,000,000"
+    print(f"data: {args.n:,} rankings x depth {args.depth} ({layout}), built in {time.perf_counter() - start:.1f} s")
     print(f"metrics: {', '.join(OURS)}")
 
     tiny_run, tiny_qrels = make_data(20, 10, args.seed + 1)
     jit_wall, jit_cpu, _ = timed(lambda: ranx_eval(tiny_run, tiny_qrels))
     timings: dict[str, tuple[float, float, dict[str, float]]] = {}
     timings["ragmorph"] = timed(lambda: ours(run, qrels), args.repeat)
+    if BATCH_BACKEND == "compiled":
+        timings["ragmorph numpy"] = timed(lambda: ours(run, qrels, "numpy"), args.repeat)
     timings["ranx (warm)"] = timed(lambda: ranx_eval(run, qrels), args.repeat)
     if not args.skip_trec:
         timings["pytrec_eval"] = timed(lambda: trec(run, qrels), args.repeat)
 
     base_wall, base_cpu, _ = timings["ragmorph"]
-    print(f"\nranx first-call JIT (20 tiny rankings): {jit_wall:.2f} s wall, {jit_cpu:.2f} s CPU, not counted below")
+    print(f"\nragmorph's default path: {BATCH_BACKEND}")
+    print(f"ranx first-call JIT (20 tiny rankings): {jit_wall:.2f} s wall, {jit_cpu:.2f} s CPU, not counted below")
     header = f"{'tool':<14}{'wall s':>9}{'x ours':>8}{'CPU s':>9}{'x ours':>8}   "
     print(header + "".join(f"{name:>10}" for name in OURS))
     for tool, (wall, cpu, means) in timings.items():
         row = "".join(f"{means[name]:>10.5f}" for name in OURS)
         print(f"{tool:<14}{wall:>9.2f}{wall / base_wall:>8.2f}{cpu:>9.2f}{cpu / base_cpu:>8.2f}   {row}")
+    if BATCH_BACKEND != "compiled":
+        print("!! the compiled kernel is not built here (no C compiler at install time): timing the numpy path")
     for tool, target in (("ranx (warm)", 1), ("pytrec_eval", 5)):
         if tool in timings:
             wall, cpu, _ = timings[tool]
