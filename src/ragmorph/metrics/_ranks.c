@@ -71,6 +71,23 @@ count_below(const double *values, Py_ssize_t n, double score, int strict)
     return lo;
 }
 
+/* Grow *buffer to hold at least `needed` items (doubling, so appends stay amortised O(1)); -1 on no memory. */
+static int
+reserve(void **buffer, Py_ssize_t *capacity, Py_ssize_t needed, size_t item_size)
+{
+    if (needed <= *capacity)
+        return 0;
+    Py_ssize_t grown = *capacity * 2 > needed ? *capacity * 2 : needed;
+    void *larger = PyMem_Realloc(*buffer, (size_t)grown * item_size);
+    if (larger == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *buffer = larger;
+    *capacity = grown;
+    return 0;
+}
+
 static void
 release_hits(Hit *hits, Py_ssize_t count)
 {
@@ -111,15 +128,8 @@ scored_ranks(PyObject *module, PyObject *args)
          * reports it. Through a values iterator: PyDict_Next and PyDict_Values also read every doc id's hash,
          * which costs a cache miss per document (about three times the whole read). */
         Py_ssize_t length = PyDict_GET_SIZE(run);
-        if (length > scores_capacity) {
-            double *larger = PyMem_Realloc(scores, (size_t)length * sizeof(double));
-            if (larger == NULL) {
-                PyErr_NoMemory();
-                goto done;
-            }
-            scores = larger;
-            scores_capacity = length;
-        }
+        if (reserve((void **)&scores, &scores_capacity, length, sizeof(double)) < 0)
+            goto done;
         if (length > 0) {
             PyObject *view = PyObject_CallMethodNoArgs(run, values_name), *iterator, *value;
             if (view == NULL)
@@ -161,16 +171,8 @@ scored_ranks(PyObject *module, PyObject *args)
             double score;
             if (!read_score(value, &score))
                 goto fall_back; /* unreachable: every score was read above */
-            if (hit_count == hits_capacity) {
-                Py_ssize_t grown = hits_capacity ? 2 * hits_capacity : 64;
-                Hit *larger = PyMem_Realloc(hits, (size_t)grown * sizeof(Hit));
-                if (larger == NULL) {
-                    PyErr_NoMemory();
-                    goto done;
-                }
-                hits = larger;
-                hits_capacity = grown;
-            }
+            if (reserve((void **)&hits, &hits_capacity, hit_count + 1, sizeof(Hit)) < 0)
+                goto done;
             Py_INCREF(doc);
             hits[hit_count++] = (Hit){index, doc, score};
         }
