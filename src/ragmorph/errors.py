@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 __all__ = [
@@ -13,6 +15,7 @@ __all__ = [
     "RetrieverTimeout",
     "UsageError",
     "describe",
+    "retriever_errors",
 ]
 
 
@@ -100,3 +103,17 @@ class RetrieverFailed(AdapterError):
 
 class RetrieverTimeout(AdapterError):
     """The retriever did not answer within its per-call time limit."""
+
+
+@contextmanager
+def retriever_errors(what: str, *, query: str | None = None) -> Iterator[None]:
+    """Report any exception raised inside, other than ragmorph's own, as RetrieverFailed naming `what`.
+
+    A retriever's (or its factory's) exception is a verdict of its own, never an empty ranking or a pass.
+    """
+    try:
+        yield
+    except RagmorphError:
+        raise
+    except Exception as error:
+        raise RetrieverFailed(f"{what} raised {type(error).__name__}: {error}", query=query) from error

@@ -57,6 +57,17 @@ def test_an_erroring_retriever_does_not_stop_the_others() -> None:
     assert "error" not in statuses["bm25"] and "pass" in statuses["bm25"]
 
 
+def test_a_failing_factory_is_an_error_naming_the_factory_never_a_pass() -> None:
+    def broken_factory(corpus: object) -> BM25Retriever:
+        raise OSError("index directory is read-only")
+
+    report = check({"broken": broken_factory}, CORPUS, CASES[:1], strategies=["cutoff"], max_examples=5)
+    assert {r.status for r in report.results} == {"error"}
+    reason = report.results[0].reason
+    assert "factory broken" in reason and "OSError" in reason and "read-only" in reason, reason
+    assert report.exit_code == 3
+
+
 def test_not_applicable_results_say_why() -> None:
     black_box = BM25Retriever(CORPUS)
     report = check({"fixed": black_box}, CORPUS, CASES, strategies=["removal", "tenancy", "cutoff"], max_examples=5)

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ..errors import AdapterError, InputError, RagmorphError, RetrieverFailed, UsageError, describe
+from ..errors import AdapterError, InputError, UsageError, describe, retriever_errors
 from ..model import Chunk, Corpus
 from .capabilities import display_name
 
@@ -14,12 +14,8 @@ __all__ = ["applied_delta"]
 
 
 def _retriever_call(action: Callable[[], Any], what: str) -> None:
-    try:
+    with retriever_errors(what):
         action()
-    except RagmorphError:
-        raise
-    except Exception as error:
-        raise RetrieverFailed(f"{what} raised {type(error).__name__}: {error}") from error
 
 
 def _quietly(action: Callable[[], Any]) -> None:

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..errors import InvalidResponse, RagmorphError, RetrieverFailed, RetrieverTimeout, UsageError, describe
+from ..errors import InvalidResponse, RetrieverTimeout, UsageError, describe, retriever_errors
 from ..model import Corpus, Filters, Params, Ranking
 from ._protocol import excerpt
 from .capabilities import describe_capabilities, display_name, is_retriever
@@ -93,14 +93,10 @@ class GuardedRetriever:
         return {"k": params.k, "filters": filters}
 
     def _call(self, thunk: Callable[[], Any], query: str, *, force_thread: bool = False) -> Any:
-        try:
+        with retriever_errors(f"retriever {self.name}", query=query):
             if self.timeout is None and not force_thread:
                 return thunk()
             return _run_with_timeout(thunk, self.timeout, query)
-        except RagmorphError:
-            raise
-        except Exception as error:
-            raise RetrieverFailed(f"retriever {self.name} raised {type(error).__name__}: {error}", query=query) from error
 
     def _validated(self, response: Any, query: str, params: Params, corpus: Corpus | None) -> Ranking:
         hits = validate_hits(
@@ -150,15 +146,12 @@ class GuardedRetriever:
             return await asyncio.to_thread(self.retrieve, query, params, corpus=corpus)
         arguments = self._filter_arguments(params)
         self._count(1)
-        try:
-            response = await asyncio.wait_for(self.retriever.aretrieve(query, **arguments), self.timeout)
-        except RagmorphError:
-            raise
-        except asyncio.TimeoutError:
-            raise RetrieverTimeout(
-                f"expected an answer within timeout={self.timeout} s, got none; the coroutine was cancelled",
-                query=query,
-            ) from None
-        except Exception as error:
-            raise RetrieverFailed(f"retriever {self.name} raised {type(error).__name__}: {error}", query=query) from error
+        with retriever_errors(f"retriever {self.name}", query=query):
+            try:
+                response = await asyncio.wait_for(self.retriever.aretrieve(query, **arguments), self.timeout)
+            except asyncio.TimeoutError:
+                raise RetrieverTimeout(
+                    f"expected an answer within timeout={self.timeout} s, got none; the coroutine was cancelled",
+                    query=query,
+                ) from None
         return self._validated(response, query, params, corpus)

@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 
 from ..adapters import GuardedRetriever, applied_delta, describe_capabilities, display_name, is_factory, load_retriever
-from ..errors import InvalidResponse, RagmorphError, RetrieverFailed, UsageError
+from ..errors import InvalidResponse, RagmorphError, UsageError, retriever_errors
 from ..model import Chunk, Corpus, Params, Ranking, World
 from ..relations import Observation
 from ..strategies import default_filters
@@ -173,14 +173,8 @@ class Session:
 
     def _build(self, corpus: Corpus) -> GuardedRetriever:
         self.builds += 1
-        try:
+        with retriever_errors(f"factory {self.spec.name}, building an index of {len(corpus)} chunks,"):
             built = self.target(corpus)
-        except RagmorphError:
-            raise
-        except Exception as error:
-            raise RetrieverFailed(
-                f"factory {self.spec.name} raised {type(error).__name__} building an index of {len(corpus)} chunks: {error}"
-            ) from error
         return self._guard(built, corpus)
 
     @property
