@@ -143,6 +143,9 @@ def main(argv: list[str] | None = None) -> None:
         if tool in timings:
             wall, cpu, _ = timings[tool]
             print(f"ragmorph vs {tool}: {wall / base_wall:.2f}x faster wall, {cpu / base_cpu:.2f}x CPU (target >= {target})")
+            if "ragmorph numpy" in timings:  # what a machine without a C compiler gets
+                numpy_wall, numpy_cpu, _ = timings["ragmorph numpy"]
+                print(f"  numpy path vs {tool}: {wall / numpy_wall:.2f}x wall, {cpu / numpy_cpu:.2f}x CPU")
 
 if __name__ == "__main__":
     main()
