@@ -61,10 +61,14 @@ def test_corpora_respect_size_bounds(corpus: Corpus) -> None:
 
 
 def _reachable(strategy: st.SearchStrategy, *conditions, budget: int = 150) -> None:
-    """Fail unless each condition holds for some example within `budget` generated ones (no shrinking: cheap)."""
+    """Fail unless each condition holds for some example within `budget` generated ones (no shrinking: cheap).
+
+    Derandomized: with a fresh random sample each run, rare conditions (a non-BMP character) were missed in about
+    one run out of five, so the test failed by chance; a fixed sample fails only when the generators change.
+    """
     met: set[str] = set()
 
-    @settings(max_examples=budget, phases=[Phase.generate], database=None, deadline=None)
+    @settings(max_examples=budget, phases=[Phase.generate], database=None, deadline=None, derandomize=True)
     @given(strategy)
     def explore(value: object) -> None:
         met.update(condition.__name__ for condition in conditions if condition(value))
