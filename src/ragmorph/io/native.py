@@ -9,8 +9,8 @@ sorted), atomically, so writing then reading gives equal values and writing agai
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 from ..errors import InputError, describe
 from ..model import Case, Chunk, Corpus
@@ -73,16 +73,24 @@ def case_from_dict(record: Mapping[str, Any], *, file: str | None = None, line: 
         raise error.at(file=file, line=line) from None
 
 
+_Identified = TypeVar("_Identified", Chunk, Case)
+
+
+def _read_unique(path: PathLike, what: str, parse: Callable[[dict[str, Any], str, int], _Identified]) -> list[_Identified]:
+    """Every object of a JSON Lines file, parsed by `parse(record, file, line)`; a repeated id names both lines."""
+    file = str(path)
+    items: list[_Identified] = []
+    ids = FirstSeen(f"unique {what} ids", file=file, field="id")
+    for line, record in iter_json_objects(path):
+        item = parse(record, file, line)
+        ids.add(item.id, line=line, shown=f"id={item.id!r}")
+        items.append(item)
+    return items
+
+
 def read_corpus(path: PathLike) -> Corpus:
     """Read ``corpus.jsonl``: one chunk object per line, blank lines skipped; ids must be unique."""
-    file = str(path)
-    chunks: list[Chunk] = []
-    ids = FirstSeen("unique chunk ids", file=file, field="id")
-    for line, record in iter_json_objects(path):
-        chunk = chunk_from_dict(record, file=file, line=line)
-        ids.add(chunk.id, line=line, shown=f"id={chunk.id!r}")
-        chunks.append(chunk)
-    return Corpus(chunks)
+    return Corpus(_read_unique(path, "chunk", lambda record, file, line: chunk_from_dict(record, file=file, line=line)))
 
 
 def read_cases(path: PathLike, corpus: Corpus | None = None) -> tuple[Case, ...]:
@@ -90,16 +98,14 @@ def read_cases(path: PathLike, corpus: Corpus | None = None) -> tuple[Case, ...]
 
     With `corpus`, every evidence id must name a chunk of it; the error names the case, the id and the line.
     """
-    file = str(path)
-    cases: list[Case] = []
-    ids = FirstSeen("unique case ids", file=file, field="id")
-    for line, record in iter_json_objects(path):
+
+    def parse(record: dict[str, Any], file: str, line: int) -> Case:
         case = case_from_dict(record, file=file, line=line)
-        ids.add(case.id, line=line, shown=f"id={case.id!r}")
         if corpus is not None:
             _check_evidence(case, corpus, file=file, line=line)
-        cases.append(case)
-    return tuple(cases)
+        return case
+
+    return tuple(_read_unique(path, "case", parse))
 
 
 def _check_evidence(case: Case, corpus: Corpus, *, file: str, line: int) -> None:
