@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import re
 from typing import Any, Literal
 
 import attrs
@@ -183,6 +184,9 @@ def describe_capabilities(obj: object, *, built: object | None = None) -> Capabi
     )
 
 
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
 def display_name(obj: object) -> str:
     """A short readable name for reports: `module:qualname` for classes and functions, else a cut repr."""
     target = obj if inspect.isclass(obj) or inspect.isroutine(obj) else None
@@ -190,5 +194,6 @@ def display_name(obj: object) -> str:
         module = getattr(target, "__module__", None)
         qualname = getattr(target, "__qualname__", getattr(target, "__name__", repr(target)))
         return f"{module}:{qualname}" if module else str(qualname)
-    text = repr(obj)
+    # Memory addresses differ on every run: reports of the same run must not.
+    text = _ADDRESS.sub("", repr(obj))
     return text if len(text) <= 80 else text[:77] + "..."
