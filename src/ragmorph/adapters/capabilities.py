@@ -86,6 +86,14 @@ class Capabilities:
     supports_async: bool
     supports_filters: bool = True
     supports_rollback: bool = False
+    # Optional protocol methods the runner uses when present: update(chunks) (same ids, new content),
+    # index(corpus) on an existing instance, close() on instances the runner built.
+    supports_update: bool = False
+    supports_index: bool = False
+    supports_close: bool = False
+    # "ragmorph" when the integration post-filters (the user asked it to, or the library cannot filter): the
+    # relations that judge filtering then say not_applicable instead of passing on ragmorph's own filter.
+    filtered_by: str = "retriever"
 
     @property
     def kind(self) -> Literal["factory", "black_box"]:
@@ -139,6 +147,10 @@ def describe_capabilities(obj: object, *, built: object | None = None) -> Capabi
         supports_filters=_accepts_filters(product),
         supports_rollback=callable(getattr(product, "checkpoint", None))
         and callable(getattr(product, "rollback", None)),
+        supports_update=callable(getattr(product, "update", None)),
+        supports_index=callable(getattr(product, "index", None)),
+        supports_close=callable(getattr(product, "close", None)),
+        filtered_by=str(getattr(product, "ragmorph_filtered_by", "retriever")),
     )
 
 
