@@ -14,9 +14,6 @@ A user's input files are never written: an output path that names an input file 
 from __future__ import annotations
 
 import argparse
-import hashlib
-import importlib
-import importlib.util
 import json
 import os
 import sys
@@ -28,7 +25,7 @@ from typing import Any, TextIO
 from . import __version__
 from .errors import AdapterError, InputError, RagmorphError, UsageError
 
-__all__ = ["EXIT_ERRORS", "EXIT_OK", "EXIT_USAGE", "EXIT_VIOLATIONS", "build_parser", "format_error", "load_retriever_spec", "main", "named_retrievers", "print_outcome", "scaffold_files"]
+__all__ = ["EXIT_ERRORS", "EXIT_OK", "EXIT_USAGE", "EXIT_VIOLATIONS", "build_parser", "format_error", "main", "named_retrievers", "print_outcome", "scaffold_files"]
 
 EXIT_OK = 0
 EXIT_VIOLATIONS = 1
@@ -120,77 +117,30 @@ _positive_float = _positive(float, "a positive number of seconds")
 # ----------------------------------------------------------------------------------------- loading retrievers
 
 
-def load_retriever_spec(spec: str) -> Any:
-    """Load `package.module:attr` or `path/to/file.py:attr` (a factory or a retriever object).
-
-    Module paths go through `ragmorph.adapters.load_retriever`; a file path is imported as a module of its own
-    (its folder is not added to sys.path) and then checked the same way.
-    """
-    target, colon, attr = spec.rpartition(":")
-    if not colon or not target or not attr:
-        raise UsageError(
-            f"expected a retriever as 'package.module:attr' or 'path/to/file.py:attr', got {spec!r}"
-        )
-    if not _is_file_spec(spec):
-        from .adapters import load_retriever
-
-        return load_retriever(spec)
-    path = Path(target)
-    if not path.is_file():
-        raise UsageError(f"expected an existing Python file in retriever {spec!r}, got no file at {target!r}")
-    # A stable name per file: the same file loads once per process, and reports name it the same way.
-    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:10]
-    module_name = f"_ragmorph_file_{path.stem.replace('-', '_')}_{digest}"
-    module = sys.modules.get(module_name)
-    if module is None:
-        module_spec = importlib.util.spec_from_file_location(module_name, path)
-        if module_spec is None or module_spec.loader is None:
-            raise UsageError(f"expected an importable Python file, got {target!r}")
-        module = importlib.util.module_from_spec(module_spec)
-        # Registered before exec so dataclasses/attrs/pickle inside the file can find their own module.
-        sys.modules[module_name] = module
-        try:
-            module_spec.loader.exec_module(module)
-        except Exception as error:
-            del sys.modules[module_name]
-            raise UsageError(f"importing {target!r} failed: {type(error).__name__}: {error}") from error
-    if not hasattr(module, attr):
-        public = sorted(name for name in vars(module) if not name.startswith("_"))
-        raise UsageError(f"expected {target!r} to define {attr!r}, got only {', '.join(public) or 'nothing'}")
-    from .adapters import load_retriever
-
-    # Re-checked through the adapters' loader: it owns the "is this a retriever or a factory" decision.
-    return load_retriever(f"{module_name}:{attr}")
-
-
-def _is_file_spec(spec: str) -> bool:
-    target = spec.rpartition(":")[0]
-    return target.endswith(".py") or "/" in target or "\\" in target
-
-
 def _split_named(raw: str) -> tuple[str, str]:
     """`name=spec` -> (name, spec); a bare spec is named after its attribute."""
     name, equals, spec = raw.partition("=")
-    if not equals or ":" in name:
+    if not equals or ":" in name or "/" in name:
         name, spec = "", raw
     return name or spec.rpartition(":")[2], spec
 
 
-def named_retrievers(specs: Sequence[str]) -> dict[str, tuple[Any, str]]:
-    """`[name=]spec` strings -> {unique name: (what `check` should get, the spec as given)}.
+def named_retrievers(specs: Sequence[str]) -> dict[str, str]:
+    """`[name=]spec` strings -> {unique name: spec}, each spec loaded once here so a typo fails before any work.
 
-    Every spec is loaded here so a typo is a usage error before any work starts. Module specs are handed on as
-    their import string, so replay files record it and `ragmorph replay FILE` works in a fresh process; a file
-    spec is handed on as the loaded object (its module name only exists in this process).
+    Specs are handed on as strings (module and file specs alike), so reports and replay files record them and
+    `ragmorph replay FILE` finds the retriever again in a fresh process.
     """
-    named: dict[str, tuple[Any, str]] = {}
+    from .adapters import load_retriever
+
+    named: dict[str, str] = {}
     for raw in specs:
         name, spec = _split_named(raw)
         unique, suffix = name, 2
         while unique in named:
             unique, suffix = f"{name}-{suffix}", suffix + 1
-        loaded = load_retriever_spec(spec)
-        named[unique] = (loaded if _is_file_spec(spec) else spec, spec)
+        load_retriever(spec)
+        named[unique] = spec
     return named
 
 
@@ -347,7 +297,7 @@ def _write_text(path: Path, text: str) -> None:
 
 
 def print_outcome(
-    report: Mapping[str, Any], out: TextIO, *, limit: int = 3, file_specs: Mapping[str, str] | None = None
+    report: Mapping[str, Any], out: TextIO, *, limit: int = 3
 ) -> None:
     """The summary table and the first `limit` minimal failing cases (with how to replay them)."""
     from .reporting import render_summary, render_violation
@@ -356,9 +306,6 @@ def print_outcome(
     failures = [r for r in report.get("results", []) if r.get("status") == "fail" and r.get("violation")]
     for result in failures[:limit]:
         out.write("\n" + render_violation(result["violation"], retriever=result["retriever"]) + "\n")
-        spec = (file_specs or {}).get(result["retriever"])
-        if spec and result["violation"].get("replay"):
-            out.write(f"  (a file retriever: add --retriever {spec} to the replay command)\n")
     if len(failures) > limit:
         out.write(f"\n... {len(failures) - limit} more violations in the report files\n")
 
@@ -385,9 +332,7 @@ def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     corpus = io.read_corpus(corpus_path)
     cases = io.read_cases(cases_path, corpus=corpus)
-    named = named_retrievers(args.retriever)
-    retrievers = {name: target for name, (target, _) in named.items()}
-    file_specs = {name: spec for name, (target, spec) in named.items() if not isinstance(target, str)}
+    retrievers = named_retrievers(args.retriever)
     bar = ProgressBar(0, err)
     try:
         report = check(
@@ -406,7 +351,7 @@ def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     finally:
         bar.close()
     data = report.to_dict()
-    print_outcome(data, out, file_specs=file_specs)
+    print_outcome(data, out)
     _write_reports(data, out, json_path=args.json, junit=args.junit, html=args.html)
     return int(report.exit_code)
 
@@ -419,8 +364,11 @@ def command_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     path = _existing_file(args.file, "FILE")
     from .runner import replay
 
-    retriever = load_retriever_spec(args.retriever) if args.retriever else None
-    outcome = replay(path, retriever=retriever)
+    if args.retriever:
+        from .adapters import load_retriever
+
+        load_retriever(args.retriever)  # a typo is a usage error here, not a retriever error while replaying
+    outcome = replay(path, retriever=args.retriever)
     if outcome.error is not None:
         out.write(f"error: the retriever failed while replaying {args.file}: {outcome.error}\n")
     elif outcome.reproduced:

@@ -532,9 +532,6 @@ def _base_metrics(session: Executor, unit: Unit, world: World) -> dict[str, floa
     return evaluate(ranking, unit.case, standard_metrics(unit.settings.ks), corpus=unit.corpus)
 
 
-_FILTERED_BY_RAGMORPH = "filtering is done by ragmorph, not by the retriever"
-
-
 def execute(unit: Unit, cache: CallCache | None = None) -> tuple[Result, ...]:
     """Run one unit: one Result per relation of its family (pass, fail, error or not_applicable)."""
     cache = cache if cache is not None else CallCache()
@@ -582,8 +579,8 @@ def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, ro
     judged = relations if VALID_RESPONSE in relations else (*relations, VALID_RESPONSE)
     tallies = {r.name: _Tally() for r in judged}
     missing = {r.name: sorted(set(r.requires) - session.traits) for r in judged}
-    ragmorph_filters = session.capabilities.filtered_by == "ragmorph"
-    excused = {r.name for r in judged if r.judges_filtering and ragmorph_filters}
+    not_judged = session.capabilities.filtering_not_judged
+    excused = {r.name for r in judged if r.judges_filtering and not_judged is not None}
     active = [r for r in judged if not missing[r.name] and r.name not in excused]
     strategy = family.draw(world, ks=unit.settings.ks, delta=session.supports_delta, filters=session.capabilities.supports_filters)
     targets = {r.name for r in active if r.severity is Severity.HARD}
@@ -634,7 +631,7 @@ def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, ro
             )
             results.append(Result(status="not_applicable", reason=why, **common))
         elif relation.name in excused:
-            results.append(Result(status="not_applicable", reason=_FILTERED_BY_RAGMORPH, **common))
+            results.append(Result(status="not_applicable", reason=not_judged, **common))
         elif tally.tested == 0:
             why = tally.last_reason or "no drawn perturbation could test this relation"
             results.append(Result(status="not_applicable", reason=why, **common))
