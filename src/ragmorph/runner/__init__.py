@@ -17,7 +17,7 @@ from ..strategies import DEFAULT_SUITE, FAMILIES
 from ._engine import Result, Settings, Unit, execute
 from ._replay import REPLAY_SCHEMA, ReplayOutcome, replay
 from ._report import REPORT_SCHEMA, CheckReport
-from ._executor import CallCache, observation
+from ._executor import CallCache, Executor, Probe, observation
 from ._spec import RetrieverSpec
 from ._spec import derive_seed as _derive_seed
 from ._spec import spec_mapping as _spec_mapping
@@ -27,6 +27,8 @@ __all__ = [
     "REPORT_SCHEMA",
     "CallCache",
     "CheckReport",
+    "Executor",
+    "Probe",
     "ReplayOutcome",
     "Result",
     "RetrieverSpec",
