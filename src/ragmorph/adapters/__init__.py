@@ -5,14 +5,18 @@ from __future__ import annotations
 from ._protocol import (
     AsyncRetriever,
     BatchRetriever,
+    Closable,
     DeltaRetriever,
     Factory,
     RawHit,
+    Reindexable,
     Retriever,
     Revertible,
+    Updatable,
     excerpt,
     normalise_hits,
 )
+from ._text import default_tokenize
 from .bm25 import BM25Retriever, BM25sRetriever
 from .capabilities import (
     PERTURBATION_KINDS,
@@ -38,6 +42,7 @@ __all__ = [
     "BM25sRetriever",
     "BatchRetriever",
     "CachedEmbedder",
+    "Closable",
     "Capabilities",
     "Configured",
     "ContextPacker",
@@ -53,12 +58,15 @@ __all__ = [
     "MiniLMEmbedder",
     "RagmorphWarning",
     "RawHit",
+    "Reindexable",
     "Reranker",
     "Retriever",
     "Revertible",
     "ScoreOrderWarning",
     "TenantFilter",
+    "Updatable",
     "applied_delta",
+    "default_tokenize",
     "describe_capabilities",
     "display_name",
     "excerpt",

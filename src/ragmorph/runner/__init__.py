@@ -17,15 +17,18 @@ from ..strategies import DEFAULT_SUITE, FAMILIES
 from ._engine import Result, Settings, Unit, execute
 from ._replay import REPLAY_SCHEMA, ReplayOutcome, replay
 from ._report import REPORT_SCHEMA, CheckReport
-from ._session import CallCache, RetrieverSpec
-from ._session import derive_seed as _derive_seed
-from ._session import spec_mapping as _spec_mapping
+from ._executor import CallCache, Executor, Probe, observation
+from ._spec import RetrieverSpec
+from ._spec import derive_seed as _derive_seed
+from ._spec import spec_mapping as _spec_mapping
 
 __all__ = [
     "REPLAY_SCHEMA",
     "REPORT_SCHEMA",
     "CallCache",
     "CheckReport",
+    "Executor",
+    "Probe",
     "ReplayOutcome",
     "Result",
     "RetrieverSpec",
@@ -33,6 +36,7 @@ __all__ = [
     "Unit",
     "check",
     "execute",
+    "observation",
     "plan",
     "replay",
 ]
