@@ -11,7 +11,7 @@ from typing import Any
 import attrs
 
 from ..adapters import load_retriever, locate_retriever
-from ..errors import InputError, RagmorphError, UsageError
+from ..errors import ExitCode, InputError, RagmorphError, UsageError
 from ..model import Case, Chunk, Corpus, Filters, Params, World
 from ..relations import Relation
 from ..strategies import perturbation_from_dict, relation
@@ -108,8 +108,8 @@ class ReplayOutcome:
     def exit_code(self) -> int:
         """CLI exit code of `ragmorph replay`: 1 while the violation reproduces, 3 on a retriever error, else 0."""
         if self.error is not None:
-            return 3
-        return 1 if self.reproduced else 0
+            return int(ExitCode.ERRORS)
+        return int(ExitCode.VIOLATIONS if self.reproduced else ExitCode.OK)
 
 
 def _saved_retriever(stored: dict[str, Any], path: Path) -> Any:
