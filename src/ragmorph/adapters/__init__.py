@@ -31,7 +31,7 @@ from .dense import DenseRetriever, shared_cache
 from .embedders import CachedEmbedder, Embedder, HashingEmbedder, MiniLMEmbedder
 from .function import FunctionRetriever
 from .guard import GuardedRetriever
-from .loading import is_file_spec, load_retriever, locate_retriever
+from .loading import Configured, is_file_spec, load_retriever, locate_retriever
 from .pipeline import ContextPacker, Dedup, FreshnessFilter, Reranker, TenantFilter, whitespace_tokens
 from .validation import RagmorphWarning, ScoreOrderWarning, validate_hits
 
@@ -44,6 +44,7 @@ __all__ = [
     "CachedEmbedder",
     "Closable",
     "Capabilities",
+    "Configured",
     "ContextPacker",
     "Dedup",
     "DeltaRetriever",

@@ -10,7 +10,7 @@ from typing import Any
 
 import attrs
 
-from ..adapters import load_retriever, locate_retriever
+from ..adapters import Configured, load_retriever, locate_retriever
 from ..errors import ExitCode, InputError, RagmorphError, UsageError
 from ..model import Case, Chunk, Corpus, Filters, Params, World
 from ..relations import Relation
@@ -124,10 +124,15 @@ def _saved_retriever(stored: dict[str, Any], path: Path) -> Any:
         )
     for candidate in candidates[:-1]:
         try:
-            return load_retriever(candidate)
+            load_retriever(candidate)
+            break
         except UsageError:
             continue  # e.g. a relative file spec replayed from another folder: the absolute file path follows
-    return load_retriever(candidates[-1])
+    else:
+        candidate = candidates[-1]
+        load_retriever(candidate)
+    options = stored.get("options")
+    return Configured(candidate, options) if options else candidate
 
 
 def replay(path: str | Path, retriever: Any = None) -> ReplayOutcome:
