@@ -23,11 +23,14 @@ from ._common import (
     relation_rows,
     replay_command,
     retriever_names,
+    slice_label,
+    slice_metrics,
     snippet,
     violation_marks,
+    worst_slices,
 )
 
-__all__ = ["ProgressBar", "render_report", "render_summary", "render_violation"]
+__all__ = ["ProgressBar", "render_report", "render_slices", "render_summary", "render_violation"]
 
 _ANSI = {"pass": "32", "fail": "1;31", "error": "33", "not_applicable": "2", "absent": "2", "bold": "1", "dim": "2"}
 
@@ -218,9 +221,50 @@ def _metric_lines(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[s
     return lines
 
 
+_SLICES_SHOWN = 8
+
+
+def render_slices(report: Mapping[str, Any], *, limit: int | None = _SLICES_SHOWN) -> str:
+    """Per retriever, the slices (case tags, tenants) worst first: cases, hard failures, statuses, soft rate and
+    the headline metrics (macro, with the number of queries); empty when the report has no slices."""
+    names = slice_metrics(report)
+    blocks = []
+    for retriever in retriever_names(report):
+        rows = worst_slices(report, retriever)
+        if not rows:
+            continue
+        shown = rows if limit is None else rows[:limit]
+        header = ["slice", "cases", "hard fails", "pass/fail/err/n-a", "soft rate", *names]
+        table = []
+        for row in shown:
+            status, soft = row.get("status", {}), row.get("soft", {})
+            values = [row.get("metrics", {}).get(name) or {} for name in names]
+            table.append(
+                [
+                    _clean(snippet(slice_label(row), 32)),
+                    str(row.get("cases", 0)),
+                    str(len(row.get("failing_cases") or ())),
+                    "/".join(str(status.get(s, 0)) for s in ("pass", "fail", "error", "not_applicable")),
+                    "-" if soft.get("rate") is None else f"{soft['rate']:.0%} ({soft['held']}/{soft['tested']})",
+                    *(f"{format_value(v.get('macro'))} ({v.get('queries', 0)})" for v in values),
+                ]
+            )
+        widths = [max(len(h), *(len(r[i]) for r in table)) for i, h in enumerate(header)]
+        lines = [f"slices of {_clean(retriever)}, worst first (hard fails = cases with a hard failure):"]
+        lines.append("  " + "  ".join(f"{h:<{w}}" for h, w in zip(header, widths)).rstrip())
+        lines += ["  " + "  ".join(f"{c:<{w}}" for c, w in zip(r, widths)).rstrip() for r in table]
+        if len(rows) > len(shown):
+            lines.append(f"  ... and {len(rows) - len(shown)} more slices (all are in the JSON and HTML reports)")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
 def render_report(report: Mapping[str, Any], *, color: bool = False, max_violations: int | None = None) -> str:
     """The summary table followed by the violations (all, or the first `max_violations`) in report order."""
     parts = [render_summary(report, color=color)]
+    slices = render_slices(report)
+    if slices:
+        parts.append(slices)
     found = [r for r in ordered_results(report) if r.get("violation")]
     shown = found if max_violations is None else found[: max(max_violations, 0)]
     for result in shown:
