@@ -40,7 +40,9 @@ def load_retriever(spec: str) -> Any:
             f"retriever {spec!r}: importing {module_name!r} failed because it imports the missing module "
             f"{error.name!r}; install it"
         ) from error
-    except Exception as error:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:  # SystemExit too: a module calling sys.exit() must not end ragmorph quietly
         raise UsageError(
             f"retriever {spec!r}: importing {module_name!r} raised {type(error).__name__}: {error}"
         ) from error
