@@ -14,9 +14,6 @@ A user's input files are never written: an output path that names an input file 
 from __future__ import annotations
 
 import argparse
-import hashlib
-import importlib
-import importlib.util
 import json
 import math
 import os
@@ -30,7 +27,7 @@ from typing import Any, TextIO
 from . import __version__
 from .errors import AdapterError, InputError, RagmorphError, UsageError
 
-__all__ = ["EXIT_ERRORS", "EXIT_OK", "EXIT_USAGE", "EXIT_VIOLATIONS", "build_parser", "format_error", "load_retriever_spec", "main", "named_retrievers", "print_outcome", "scaffold_files"]
+__all__ = ["EXIT_ERRORS", "EXIT_OK", "EXIT_USAGE", "EXIT_VIOLATIONS", "build_parser", "format_error", "main", "named_retrievers", "print_outcome", "scaffold_files"]
 
 EXIT_OK = 0
 EXIT_VIOLATIONS = 1
@@ -132,84 +129,30 @@ def _timeout_seconds(text: str) -> float:
 # ----------------------------------------------------------------------------------------- loading retrievers
 
 
-def load_retriever_spec(spec: str) -> Any:
-    """Load `package.module:attr` or `path/to/file.py:attr` (a factory or a retriever object).
-
-    Module paths go through `ragmorph.adapters.load_retriever`; a file path is imported as a module of its own
-    (its folder is not added to sys.path) and then checked the same way.
-    """
-    target, colon, attr = spec.rpartition(":")
-    if not colon or not target or not attr:
-        raise UsageError(
-            f"expected a retriever as 'package.module:attr' or 'path/to/file.py:attr', got {spec!r}"
-        )
-    if not _is_file_spec(spec):
-        from .adapters import load_retriever
-
-        return load_retriever(spec)
-    path = Path(target)
-    if not path.is_file():
-        raise UsageError(f"expected an existing Python file in retriever {spec!r}, got no file at {target!r}")
-    # A stable name per file: the same file loads once per process, and reports name it the same way.
-    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:10]
-    module_name = f"_ragmorph_file_{path.stem.replace('-', '_')}_{digest}"
-    module = sys.modules.get(module_name)
-    if module is None:
-        module_spec = importlib.util.spec_from_file_location(module_name, path)
-        if module_spec is None or module_spec.loader is None:
-            raise UsageError(f"expected an importable Python file, got {target!r}")
-        module = importlib.util.module_from_spec(module_spec)
-        # Registered before exec so dataclasses/attrs/pickle inside the file can find their own module.
-        sys.modules[module_name] = module
-        try:
-            module_spec.loader.exec_module(module)
-        except KeyboardInterrupt:
-            del sys.modules[module_name]
-            raise
-        except BaseException as error:  # SystemExit too: a file calling sys.exit() must not end ragmorph quietly
-            del sys.modules[module_name]
-            raise UsageError(f"importing {target!r} failed: {type(error).__name__}: {error}") from error
-    if not hasattr(module, attr):
-        public = sorted(name for name in vars(module) if not name.startswith("_"))
-        raise UsageError(f"expected {target!r} to define {attr!r}, got only {', '.join(public) or 'nothing'}")
-    from .adapters import load_retriever
-
-    # Re-checked through the adapters' loader: it owns the "is this a retriever or a factory" decision. Its
-    # messages name the module; the user knows the file, so say the file.
-    try:
-        return load_retriever(f"{module_name}:{attr}")
-    except UsageError as error:
-        raise UsageError(str(error).replace(module_name, target)) from None
-
-
-def _is_file_spec(spec: str) -> bool:
-    target = spec.rpartition(":")[0]
-    return target.endswith(".py") or "/" in target or "\\" in target
-
-
 def _split_named(raw: str) -> tuple[str, str]:
     """`name=spec` -> (name, spec); a bare spec is named after its attribute."""
     name, equals, spec = raw.partition("=")
-    if not equals or ":" in name:
+    if not equals or ":" in name or "/" in name:
         name, spec = "", raw
     return name or spec.rpartition(":")[2], spec
 
 
-def named_retrievers(specs: Sequence[str]) -> dict[str, tuple[Any, str]]:
-    """`[name=]spec` strings -> {unique name: (what `check` should get, the spec as given)}.
+def named_retrievers(specs: Sequence[str]) -> dict[str, str]:
+    """`[name=]spec` strings -> {unique name: spec}, each spec loaded once here so a typo fails before any work.
 
-    Every spec is loaded here so a typo is a usage error before any work starts. Module specs are handed on as
-    their import string, so replay files record it and `ragmorph replay FILE` works in a fresh process; a file
-    spec is handed on as the loaded object (its module name only exists in this process).
+    Specs are handed on as strings (module and file specs alike), so reports and replay files record them and
+    `ragmorph replay FILE` finds the retriever again in a fresh process.
     """
-    named: dict[str, tuple[Any, str]] = {}
+    from .adapters import load_retriever
+
+    named: dict[str, str] = {}
     for raw in specs:
         name, spec = _split_named(raw)
         unique, suffix = name, 2
         while unique in named:
             unique, suffix = f"{name}-{suffix}", suffix + 1
-        loaded = load_retriever_spec(spec)
-        named[unique] = (loaded if _is_file_spec(spec) else spec, spec)
+        load_retriever(spec)
+        named[unique] = spec
     return named
 
 
@@ -427,7 +370,7 @@ def _require_some(items: Sized, path: Path | None, what: str) -> None:
 
 
 def print_outcome(
-    report: Mapping[str, Any], out: TextIO, *, limit: int = 3, file_specs: Mapping[str, str] | None = None
+    report: Mapping[str, Any], out: TextIO, *, limit: int = 3
 ) -> None:
     """The summary table and the first `limit` minimal failing cases (with how to replay them)."""
     from .reporting import render_summary, render_violation
@@ -436,9 +379,6 @@ def print_outcome(
     failures = [r for r in report.get("results", []) if r.get("status") == "fail" and r.get("violation")]
     for result in failures[:limit]:
         out.write("\n" + render_violation(result["violation"], retriever=result["retriever"]) + "\n")
-        spec = (file_specs or {}).get(result["retriever"])
-        if spec and result["violation"].get("replay"):
-            out.write(f"  (a file retriever: add --retriever {spec} to the replay command)\n")
     if len(failures) > limit:
         out.write(f"\n... {len(failures) - limit} more violations in the report files\n")
 
@@ -458,9 +398,11 @@ def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run the metamorphic suite over the user's retrievers, print the outcome, write the report files."""
     corpus_path = _existing_file(args.corpus, "--corpus")
     cases_path = _existing_file(args.cases, "--cases")
-    named = named_retrievers(args.retriever)
+    from .adapters import is_file_spec
+
+    retrievers = named_retrievers(args.retriever)
     retriever_files = {
-        f"--retriever {spec}": Path(spec.rpartition(":")[0]) for _, spec in named.values() if _is_file_spec(spec)
+        f"--retriever {spec}": Path(spec.rpartition(":")[0]) for spec in retrievers.values() if is_file_spec(spec)
     }
     _check_outputs(
         {"--corpus": corpus_path, "--cases": cases_path, **retriever_files},
@@ -474,8 +416,6 @@ def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     corpus = io.read_corpus(corpus_path)
     cases = io.read_cases(cases_path, corpus=corpus)
     _require_some(cases, cases_path, "case")
-    retrievers = {name: target for name, (target, _) in named.items()}
-    file_specs = {name: spec for name, (target, spec) in named.items() if not isinstance(target, str)}
     bar = ProgressBar(0, err)
     try:
         report = check(
@@ -494,7 +434,7 @@ def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     finally:
         bar.close()
     data = report.to_dict()
-    print_outcome(data, out, file_specs=file_specs)
+    print_outcome(data, out)
     _write_reports(data, out, json_path=args.json, junit=args.junit, html=args.html)
     return int(report.exit_code)
 
@@ -507,15 +447,18 @@ def command_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     path = _existing_file(args.file, "FILE")
     from .runner import replay
 
-    retriever = load_retriever_spec(args.retriever) if args.retriever else None
+    if args.retriever:
+        from .adapters import load_retriever
+
+        load_retriever(args.retriever)  # a typo is a usage error here, not a retriever error while replaying
     try:
-        outcome = replay(path, retriever=retriever)
+        outcome = replay(path, retriever=args.retriever)
     except InputError as error:
         if error.field != "retriever.spec":
             raise
         raise UsageError(
             f"expected --retriever MOD:ATTR or path/to/file.py:ATTR: {args.file} does not say how to load the "
-            "retriever (the run used a file or in-process retriever); e.g. ragmorph replay "
+            "retriever (the run used an in-process retriever); e.g. ragmorph replay "
             f"{args.file} --retriever path/to/adapter.py:factory"
         ) from None
     if outcome.error is not None:

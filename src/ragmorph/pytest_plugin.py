@@ -131,6 +131,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """Register the marker the plugin puts on its items."""
     config.addinivalue_line("markers", "ragmorph: a ragmorph metamorphic relation item")
+    # The plugin marks its items for `--dist loadgroup`; registered here too so runs without xdist do not warn.
+    config.addinivalue_line("markers", "xdist_group(name): pytest-xdist runs items of one group on one worker")
     config.stash[_CACHE_KEY] = {}
 
 
@@ -258,7 +260,9 @@ class RelationItem(pytest.Item):
             raise RelationFailed(_failure_text(failures))
         if errors:
             reasons = "; ".join(f"case {r['case']}: {r.get('reason')}" for r in errors[:3])
-            raise NoVerdict(f"retriever errors prevented a verdict on {len(errors)} case(s): {reasons}")
+            from .reporting import plural
+
+            raise NoVerdict(f"retriever errors prevented a verdict on {plural(len(errors), 'case')}: {reasons}")
         if results and all(r["status"] == "not_applicable" for r in results):
             reasons = sorted({str(r.get("reason")) for r in results})
             pytest.skip(f"not applicable: {'; '.join(reasons)}")
@@ -271,13 +275,16 @@ class RelationItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, None, str]:
         """Where the item comes from (the test module) and its readable name."""
-        return self.path, None, f"ragmorph {self.retriever}: {self.family}.{self.relation} ({self.severity})"
+        # Relation names already start with their family (`tenancy.unauthorized_zero`); a contract relation
+        # judged inside another family's run says which family found it.
+        where = self.relation if self.relation.startswith(self.family + ".") else f"{self.family}: {self.relation}"
+        return self.path, None, f"ragmorph {self.retriever}: {where} ({self.severity})"
 
 
 def _failure_text(failures: Sequence[Mapping[str, Any]]) -> str:
-    from .reporting import render_violation
+    from .reporting import plural, render_violation
 
-    parts = [f"hard relation violated on {len(failures)} case(s): {', '.join(str(r['case']) for r in failures)}"]
+    parts = [f"hard relation violated on {plural(len(failures), 'case')}: {', '.join(str(r['case']) for r in failures)}"]
     for result in failures[:2]:
         violation = result.get("violation")
         if violation:
@@ -318,15 +325,18 @@ def _load_world(declared: Suite, base: Path) -> tuple[Any, Any]:
 
 
 def _load_retriever(value: Any, base: Path) -> Any:
-    """A suite's retriever as `check` should get it: module specs stay strings (so replay files record them)."""
+    """A suite's retriever as `check` should get it: specs stay strings (so replay files record them).
+
+    A relative file spec is made absolute against the test file's folder, so the replay command works anywhere.
+    """
     if not isinstance(value, str):
         return value
-    from .cli import load_retriever_spec
+    from .adapters import is_file_spec, load_retriever
 
-    target, _, attr = value.rpartition(":")
-    if target.endswith(".py"):
-        return load_retriever_spec(f"{target if Path(target).is_absolute() else base / target}:{attr}")
-    load_retriever_spec(value)  # fail on a typo now, as a usage error, not as one error result per unit
+    if is_file_spec(value):
+        target, _, attr = value.rpartition(":")
+        value = f"{(base / target).resolve() if not Path(target).is_absolute() else target}:{attr}"
+    load_retriever(value)  # fail on a typo now, as a usage error, not as one error result per unit
     return value
 
 

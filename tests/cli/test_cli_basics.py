@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from ragmorph import __version__
-from ragmorph.cli import EXIT_OK, EXIT_USAGE, format_error, load_retriever_spec, main
+from ragmorph.adapters import load_retriever as load_retriever_spec
+from ragmorph.cli import EXIT_OK, EXIT_USAGE, format_error, main
 from ragmorph.errors import InputError, UsageError
 
 COMMANDS = ("metrics", "run", "replay", "strategies", "demo", "init")
@@ -89,7 +90,7 @@ def test_retriever_file_that_does_not_exist_is_a_usage_error(tmp_path: Path) -> 
 def test_retriever_file_without_the_attribute_lists_what_it_has(tmp_path: Path) -> None:
     source = tmp_path / "search.py"
     source.write_text("def build(corpus):\n    return None\n", encoding="utf-8")
-    with pytest.raises(UsageError, match="to define 'factory', got only build"):
+    with pytest.raises(UsageError, match=r"has no attribute 'factory'; it has \['build'\]"):
         load_retriever_spec(f"{source}:factory")
 
 

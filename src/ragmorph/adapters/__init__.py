@@ -27,7 +27,7 @@ from .dense import DenseRetriever, shared_cache
 from .embedders import CachedEmbedder, Embedder, HashingEmbedder, MiniLMEmbedder
 from .function import FunctionRetriever
 from .guard import GuardedRetriever
-from .loading import load_retriever
+from .loading import is_file_spec, load_retriever, locate_retriever
 from .pipeline import ContextPacker, Dedup, FreshnessFilter, Reranker, TenantFilter, whitespace_tokens
 from .validation import RagmorphWarning, ScoreOrderWarning, validate_hits
 
@@ -62,8 +62,10 @@ __all__ = [
     "display_name",
     "excerpt",
     "is_factory",
+    "is_file_spec",
     "is_retriever",
     "load_retriever",
+    "locate_retriever",
     "normalise_hits",
     "shared_cache",
     "validate_hits",

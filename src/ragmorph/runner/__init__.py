@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..adapters import describe_capabilities
+from ..adapters import describe_capabilities, display_name
 from ..errors import RagmorphError, UsageError, describe
 from ..model import Case, Corpus, validate_cases
 from ..strategies import DEFAULT_SUITE, FAMILIES
@@ -107,7 +107,7 @@ def _descriptions(units: Sequence[Unit]) -> dict[str, dict[str, str]]:
             kind = describe_capabilities(target).kind
         except RagmorphError:
             target, kind = None, "black_box"
-        description = unit.retriever.import_string or (repr(target) if target is not None else unit.retriever.name)
+        description = unit.retriever.import_string or (display_name(target) if target is not None else unit.retriever.name)
         found[unit.retriever.name] = {"description": description[:200], "kind": kind}
     return found
 

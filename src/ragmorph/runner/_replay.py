@@ -9,7 +9,8 @@ from typing import Any
 
 import attrs
 
-from ..errors import InputError, RagmorphError
+from ..adapters import load_retriever, locate_retriever
+from ..errors import InputError, RagmorphError, UsageError
 from ..model import Case, Chunk, Corpus, Filters, Params, World
 from ..relations import Relation
 from ..strategies import perturbation_from_dict, relation
@@ -59,7 +60,7 @@ def write_replay(
     after = perturbation.apply(world)
     data = {
         "schema": REPLAY_SCHEMA,
-        "retriever": {"name": unit.retriever.name, "spec": unit.retriever.import_string, "traits": list(unit.retriever.traits)},
+        "retriever": {"name": unit.retriever.name, **locate_retriever(unit.retriever.target), "traits": list(unit.retriever.traits)},
         "relation": relation.name,
         "severity": relation.severity.value,
         "strategy": unit.strategy,
@@ -97,6 +98,24 @@ class ReplayOutcome:
         return 1 if self.reproduced else 0
 
 
+def _saved_retriever(stored: dict[str, Any], path: Path) -> Any:
+    """The retriever a replay file names: its import string, else its absolute `file.py:attr` (any folder works)."""
+    candidates = [c for c in (stored.get("spec"), stored.get("file")) if c]
+    if not candidates:
+        raise InputError(
+            "expected a retriever import string in the replay file (the run used an object built at run time); "
+            "pass one: ragmorph replay FILE --retriever MOD:ATTR, or replay(path, retriever=...)",
+            file=str(path),
+            field="retriever.spec",
+        )
+    for candidate in candidates[:-1]:
+        try:
+            return load_retriever(candidate)
+        except UsageError:
+            continue  # e.g. a relative file spec replayed from another folder: the absolute file path follows
+    return load_retriever(candidates[-1])
+
+
 def replay(path: str | Path, retriever: Any = None) -> ReplayOutcome:
     """Re-run the minimal world of a replay file on `retriever` (default: the import string stored in the file)."""
     path = Path(path)
@@ -109,14 +128,7 @@ def replay(path: str | Path, retriever: Any = None) -> ReplayOutcome:
         raise InputError(f"expected schema {REPLAY_SCHEMA!r}, got {got!r}", file=str(path), field="schema")
     stored = data.get("retriever") or {}
     if retriever is None:
-        if not stored.get("spec"):
-            raise InputError(
-                "expected a retriever import string in the replay file (the run used an in-process object); pass "
-                "the retriever to replay(path, retriever=...)",
-                file=str(path),
-                field="retriever.spec",
-            )
-        retriever = stored["spec"]
+        retriever = _saved_retriever(stored, path)
     spec = RetrieverSpec.of(retriever, stored.get("name"), traits=stored.get("traits", ()))
     judged = relation(data["relation"])
     perturbation = perturbation_from_dict(data["perturbation"])
