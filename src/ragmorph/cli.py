@@ -27,7 +27,7 @@ from typing import Any, TextIO
 from . import __version__
 from .errors import AdapterError, InputError, RagmorphError, UsageError
 
-__all__ = ["EXIT_ERRORS", "EXIT_OK", "EXIT_USAGE", "EXIT_VIOLATIONS", "build_parser", "format_error", "main", "named_retrievers", "print_outcome", "scaffold_files"]
+__all__ = ["EXIT_ERRORS", "EXIT_OK", "EXIT_USAGE", "EXIT_VIOLATIONS", "build_parser", "format_error", "main", "print_outcome", "run_config", "scaffold_files"]
 
 EXIT_OK = 0
 EXIT_VIOLATIONS = 1
@@ -127,33 +127,6 @@ def _timeout_seconds(text: str) -> float:
 
 
 # ----------------------------------------------------------------------------------------- loading retrievers
-
-
-def _split_named(raw: str) -> tuple[str, str]:
-    """`name=spec` -> (name, spec); a bare spec is named after its attribute."""
-    name, equals, spec = raw.partition("=")
-    if not equals or ":" in name or "/" in name:
-        name, spec = "", raw
-    return name or spec.rpartition(":")[2], spec
-
-
-def named_retrievers(specs: Sequence[str]) -> dict[str, str]:
-    """`[name=]spec` strings -> {unique name: spec}, each spec loaded once here so a typo fails before any work.
-
-    Specs are handed on as strings (module and file specs alike), so reports and replay files record them and
-    `ragmorph replay FILE` finds the retriever again in a fresh process.
-    """
-    from .adapters import load_retriever
-
-    named: dict[str, str] = {}
-    for raw in specs:
-        name, spec = _split_named(raw)
-        unique, suffix = name, 2
-        while unique in named:
-            unique, suffix = f"{name}-{suffix}", suffix + 1
-        load_retriever(spec)
-        named[unique] = spec
-    return named
 
 
 # -------------------------------------------------------------------------------------------- file guards
@@ -394,48 +367,122 @@ def _write_reports(
             out.write(f"wrote {path}\n")
 
 
+def _traits_option(text: str) -> tuple[str, tuple[str, ...]]:
+    """Parse `NAME=a,b` (argparse type of --traits)."""
+    name, equals, traits = text.partition("=")
+    names = tuple(t.strip() for t in traits.split(",") if t.strip())
+    if not equals or not name.strip() or not names:
+        raise argparse.ArgumentTypeError(f"expected NAME=trait[,trait], got {text!r}")
+    return name.strip(), names
+
+
+def run_config(args: argparse.Namespace, cwd: Path | None = None) -> Any:
+    """The run's Config: the config file (`--config`, else the nearest one) with every given flag on top."""
+    import attrs
+
+    from .config import Config, find_config, load_config, retriever_entries
+
+    path = Path(args.config) if args.config else find_config(cwd or Path.cwd())
+    config = load_config(path) if path is not None else Config()
+    world = {
+        "corpus": _existing_file(args.corpus, "--corpus"),
+        "cases": _existing_file(args.cases, "--cases"),
+        "beir": Path(args.beir) if args.beir else None,
+    }
+    flags: dict[str, Any] = {
+        "format": args.format,
+        "split": args.split,
+        "ks": args.k,
+        "strategies": args.strategies,
+        "profile": args.profile,
+        "max_examples": args.max_examples,
+        "seed": args.seed,
+        "timeout": args.timeout,
+        "fail_fast": True if args.fail_fast else None,
+        "json": Path(args.json) if args.json else None,
+        "html": Path(args.html) if args.html else None,
+        "junit": Path(args.junit) if args.junit else None,
+        "replays": Path(args.replay_dir) if args.replay_dir else None,
+        "retrievers": retriever_entries(args.retriever) if args.retriever else None,
+    }
+    overrides = {key: value for key, value in flags.items() if value is not None}
+    if any(value is not None for value in world.values()):
+        # A world named on the command line replaces the file's world as a whole, not field by field.
+        overrides.update(world)
+    config = attrs.evolve(config, **overrides)
+    if args.traits:
+        known = {entry.name: entry for entry in config.retrievers}
+        for name, traits in args.traits:
+            if name not in known:
+                raise UsageError(f"expected --traits NAME to name a retriever among {sorted(known)}, got {name!r}")
+            known[name] = attrs.evolve(known[name], traits=tuple(dict.fromkeys((*known[name].traits, *traits))))
+        config = attrs.evolve(config, retrievers=tuple(known.values()))
+    if not config.retrievers:
+        raise UsageError(
+            "expected --retriever MOD:ATTR or a config file (ragmorph.toml, or [tool.ragmorph] in pyproject.toml) "
+            "naming retrievers, got neither; `ragmorph init` writes one"
+        )
+    if config.beir is not None and not config.beir.is_dir():
+        raise UsageError(f"expected an existing BEIR folder for --beir, got {str(config.beir)!r} (no such folder)")
+    return config
+
+
 def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run the metamorphic suite over the user's retrievers, print the outcome, write the report files."""
-    corpus_path = _existing_file(args.corpus, "--corpus")
-    cases_path = _existing_file(args.cases, "--cases")
-    from .adapters import is_file_spec
+    config = run_config(args)
+    source = f" (config {config.path})" if config.path is not None else ""
+    from .adapters import is_file_spec, load_retriever
 
-    retrievers = named_retrievers(args.retriever)
+    for entry in config.retrievers:
+        load_retriever(entry.spec)  # a typo is a usage error now, before any work starts
     retriever_files = {
-        f"--retriever {spec}": Path(spec.rpartition(":")[0]) for spec in retrievers.values() if is_file_spec(spec)
+        f"--retriever {entry.spec}": Path(entry.spec.rpartition(":")[0])
+        for entry in config.retrievers
+        if is_file_spec(entry.spec)
     }
     _check_outputs(
-        {"--corpus": corpus_path, "--cases": cases_path, **retriever_files},
-        {"--json": args.json, "--junit": args.junit, "--html": args.html},
-        {"--replay-dir": args.replay_dir},
+        {"--corpus": config.corpus, "--cases": config.cases, "--beir": config.beir, "--config": config.path,
+         **retriever_files},
+        {"--json": config.json and str(config.json), "--junit": config.junit and str(config.junit),
+         "--html": config.html and str(config.html)},
+        {"--replay-dir": config.replay_dir and str(config.replay_dir)},
     )
-    from . import io
+    from .config import load_world
     from .reporting import ProgressBar
     from .runner import check
 
-    corpus = io.read_corpus(corpus_path)
-    cases = io.read_cases(cases_path, corpus=corpus)
-    _require_some(cases, cases_path, "case")
+    corpus, cases = load_world(
+        corpus=config.corpus, cases=config.cases, format=config.format, beir=config.beir, split=config.split,
+        source=source,
+    )
+    _require_some(cases, config.cases or config.beir, "case")
     bar = ProgressBar(0, err)
     try:
         report = check(
-            retrievers,
+            config.targets(),
             corpus,
             cases,
-            strategies=args.strategies,
-            ks=args.k,
-            max_examples=args.max_examples,
-            seed=args.seed,
+            strategies=config.strategies,
+            ks=config.effective_ks,
+            max_examples=config.effective_max_examples,
+            seed=config.seed or 0,
             derandomize=args.derandomize,
-            replay_dir=args.replay_dir,
-            timeout=args.timeout,
+            replay_dir=config.replay_dir,
+            timeout=config.timeout,
             progress=bar,
+            traits=config.traits(),
+            fail_fast=config.effective_fail_fast,
         )
     finally:
         bar.close()
     data = report.to_dict()
     print_outcome(data, out)
-    _write_reports(data, out, json_path=args.json, junit=args.junit, html=args.html)
+    if config.effective_fail_fast and report.exit_code == EXIT_VIOLATIONS:
+        out.write(f"\nstopped at the first hard violation (fail fast): {bar.done} of {bar.total} units run\n")
+    _write_reports(
+        data, out, json_path=config.json and str(config.json), junit=config.junit and str(config.junit),
+        html=config.html and str(config.html),
+    )
     return int(report.exit_code)
 
 
@@ -522,34 +569,61 @@ def command_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def command_init(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Scaffold ragmorph_adapter.py and test_ragmorph.py; never overwrite an existing file."""
+    """Scaffold ragmorph.toml, an adapter, a pytest file and (when missing) sample data; never overwrite."""
     folder = Path(args.dir)
-    files = scaffold_files(folder=folder, corpus=args.corpus, cases=args.cases)
+    corpus = Path(args.corpus) if args.corpus else folder / "data" / "corpus.jsonl"
+    cases = Path(args.cases) if args.cases else folder / "data" / "cases.jsonl"
+    files = scaffold_files(folder=folder, corpus=corpus, cases=cases)
     existing = [name for name in files if (folder / name).exists()]
     if existing:
         raise UsageError(
             f"expected no existing {', '.join(existing)} in {str(folder)!r}, got existing files: "
             "ragmorph init never overwrites; move them away or choose another DIR"
         )
+    if corpus.exists() != cases.exists():
+        raise UsageError(
+            f"expected both {str(corpus)!r} and {str(cases)!r} or neither (then sample data is written), got only "
+            f"{str(corpus if corpus.exists() else cases)!r}"
+        )
     folder.mkdir(parents=True, exist_ok=True)
+    written = []
     for name, text in files.items():
         # "x" mode: a file that appeared since the check above is still never overwritten.
         with open(folder / name, "x", encoding="utf-8") as handle:
             handle.write(text)
-        out.write(f"created {folder / name}\n")
+        written.append(folder / name)
+    if not corpus.exists():
+        written += _write_sample_world(corpus, cases)
+    for path in written:
+        out.write(f"created {path}\n")
+    where = "" if folder.resolve() == Path.cwd().resolve() else f"cd {folder} && "
     out.write(
-        "next: edit ragmorph_adapter.py to call your retriever, then run\n"
-        f"  ragmorph run --retriever {folder / 'ragmorph_adapter.py'}:factory "
-        f"--corpus {args.corpus} --cases {args.cases}\n"
-        f"  pytest {folder / 'test_ragmorph.py'}\n"
+        "next: run the suite on the sample data, then edit ragmorph_adapter.py to call your retriever and point "
+        "ragmorph.toml at your corpus and cases\n"
+        f"  {where}ragmorph run --profile smoke\n"
+        f"  {where}ragmorph run\n"
+        f"  {where}pytest test_ragmorph.py\n"
     )
     return EXIT_OK
+
+
+def _write_sample_world(corpus: Path, cases: Path) -> list[Path]:
+    """A small two-tenant world with superseded versions (the generator's seed 0), as native files."""
+    from .io import write_cases, write_corpus
+    from .worlds import generate
+
+    world = generate(0, chunks=24, cases=4)
+    for path in (corpus, cases):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    write_corpus(world.corpus, corpus)
+    write_cases(world.cases, cases)
+    return [corpus, cases]
 
 
 _ADAPTER_TEMPLATE = '''\
 """ragmorph adapter: a factory that builds your retriever over exactly the corpus ragmorph hands it.
 
-Try it:  ragmorph run --retriever {adapter}:factory --corpus {corpus} --cases {cases}
+ragmorph.toml names it; try it with `ragmorph run` in {folder}.
 """
 
 from __future__ import annotations
@@ -579,36 +653,50 @@ def factory(corpus: Corpus) -> MyRetriever:
 '''
 
 _TEST_TEMPLATE = '''\
-"""Metamorphic tests of the retriever in ragmorph_adapter.py: one pytest item per retriever x strategy x relation.
+"""Metamorphic tests of the retrievers in ragmorph.toml: one pytest item per retriever x strategy x relation.
 
 Run:  pytest {test_file}     (options: pytest --help, section "ragmorph")
 """
 
 from ragmorph.pytest_plugin import suite
 
-# Paths are relative to this file. Add more retrievers to compare them in one run.
-ragmorph_suite = suite(
-    retrievers={{"mine": "ragmorph_adapter.py:factory"}},
-    corpus="{corpus}",
-    cases="{cases}",
-    ks=(1, 3, 5, 10),
-)
+# Reads the nearest ragmorph.toml (or [tool.ragmorph] in pyproject.toml): the same retrievers, data and budget
+# as `ragmorph run`.
+ragmorph_suite = suite()
+'''
+
+_CONFIG_TEMPLATE = '''\
+# ragmorph config: `ragmorph run` runs it, `pytest test_ragmorph.py` reads it. Paths are relative to this file.
+# Command-line options override these keys. Reference: README, section "Config file".
+
+corpus = "{corpus}"
+cases = "{cases}"
+ks = [1, 3, 5, 10]
+# strategies = ["tenancy", "cutoff", "removal"]   # default: the default suite (`ragmorph strategies`)
+profile = "default"                             # "smoke": a budget of seconds for a pre-commit loop
+seed = 0
+
+[retrievers]
+mine = {{ spec = "ragmorph_adapter.py:factory", traits = [] }}
+# bm25 = "ragmorph.adapters:BM25Retriever"      # a baseline to compare with
+
+[outputs]
+json = "ragmorph-report/report.json"
+html = "ragmorph-report/report.html"
+replays = "ragmorph-report/replays"
 '''
 
 
-def scaffold_files(*, folder: Path, corpus: str, cases: str) -> dict[str, str]:
-    """The files `ragmorph init` writes into `folder`: name -> text (paths in the test file are relative to it)."""
+def scaffold_files(*, folder: Path, corpus: Path, cases: Path) -> dict[str, str]:
+    """The files `ragmorph init` writes into `folder`: name -> text (paths in the config are relative to it)."""
 
-    def relative(path: str) -> str:
-        return Path(os.path.relpath(Path(path).resolve(), folder.resolve())).as_posix()
+    def relative(path: Path) -> str:
+        return Path(os.path.relpath(path.resolve(), folder.resolve())).as_posix()
 
     return {
-        "ragmorph_adapter.py": _ADAPTER_TEMPLATE.format(
-            adapter=(folder / "ragmorph_adapter.py").as_posix(), corpus=corpus, cases=cases
-        ),
-        "test_ragmorph.py": _TEST_TEMPLATE.format(
-            test_file=(folder / "test_ragmorph.py").as_posix(), corpus=relative(corpus), cases=relative(cases)
-        ),
+        "ragmorph.toml": _CONFIG_TEMPLATE.format(corpus=relative(corpus), cases=relative(cases)),
+        "ragmorph_adapter.py": _ADAPTER_TEMPLATE.format(folder=folder.as_posix()),
+        "test_ragmorph.py": _TEST_TEMPLATE.format(test_file=(folder / "test_ragmorph.py").as_posix()),
     }
 
 
@@ -674,24 +762,40 @@ def build_parser() -> argparse.ArgumentParser:
         commands,
         "run",
         command_run,
-        "Run the metamorphic suite over your retrievers. A retriever is 'package.module:attr' or "
-        "'path/to/file.py:attr' naming a factory (called with the corpus) or a retriever object; prefix "
-        "'name=' to name it in reports.",
+        "Run the metamorphic suite over your retrievers. Without options it runs the config file (ragmorph.toml, "
+        "or [tool.ragmorph] in pyproject.toml, found in this folder or above); options override its keys. A "
+        "retriever is 'package.module:attr' or 'path/to/file.py:attr' naming a factory (called with the corpus) or "
+        "a retriever object; prefix 'name=' to name it in reports. Replay files are saved next to the report "
+        "(default ragmorph-report/replays).",
         """
+        ragmorph run
+        ragmorph run --profile smoke
         ragmorph run --retriever bm25=ragmorph.adapters:BM25Retriever --corpus corpus.jsonl --cases cases.jsonl \\
             --strategies tenancy,cutoff --k 3,10 --max-examples 20 --json report.json --junit junit.xml
+        ragmorph run --retriever mine=adapter.py:factory --cases ragas.jsonl --format ragas
+        ragmorph run --retriever mine=adapter.py:factory --beir datasets/scifact --traits mine=lexical
         """,
     )
-    run.add_argument("--retriever", action="append", required=True, metavar="[NAME=]MOD:ATTR", help="repeatable")
-    run.add_argument("--corpus", required=True, help="native corpus.jsonl")
-    run.add_argument("--cases", required=True, help="native cases.jsonl")
+    from .config import PROFILES, describe_profiles
+
+    run.add_argument("--config", metavar="FILE", help="config file (default: the nearest ragmorph.toml or pyproject.toml)")
+    run.add_argument("--retriever", action="append", metavar="[NAME=]MOD:ATTR", help="repeatable; replaces the config's retrievers")
+    run.add_argument("--traits", action="append", type=_traits_option, metavar="NAME=a,b",
+                     help="declare traits of a retriever (repeatable), e.g. bm25=lexical")
+    run.add_argument("--corpus", help="native corpus.jsonl")
+    run.add_argument("--cases", help="native cases.jsonl, or Ragas rows with --format ragas")
+    run.add_argument("--format", choices=("native", "ragas"), help="format of --cases (default native)")
+    run.add_argument("--beir", metavar="DIR", help="a BEIR folder (corpus.jsonl, queries.jsonl, qrels/) instead of --corpus/--cases")
+    run.add_argument("--split", help="BEIR qrels split (default test)")
     run.add_argument("--strategies", type=_name_list, help="strategy families, comma separated (default: the default suite)")
-    run.add_argument("--k", type=_int_list, default=DEFAULT_KS, help="cutoffs, comma separated (default 1,3,5,10)")
-    run.add_argument("--max-examples", type=_positive_int, default=25, help="perturbations per unit (default 25)")
-    run.add_argument("--seed", type=int, default=0, help="run seed; the same seed gives the same report (default 0)")
+    run.add_argument("--profile", choices=tuple(PROFILES), help=f"budget ({describe_profiles()})")
+    run.add_argument("--k", type=_int_list, help="cutoffs, comma separated (default 1,3,5,10)")
+    run.add_argument("--max-examples", type=_positive_int, help="perturbations per unit (default 25)")
+    run.add_argument("--seed", type=int, help="run seed; the same seed gives the same report (default 0)")
     run.add_argument("--derandomize", action="store_true", help="Hypothesis derandomize mode (for CI)")
+    run.add_argument("--fail-fast", action="store_true", help="stop after the first unit with a hard violation")
     run.add_argument("--timeout", type=_timeout_seconds, help="per-call retriever time limit in seconds")
-    run.add_argument("--replay-dir", metavar="DIR", help="write a replay file per violation here")
+    run.add_argument("--replay-dir", metavar="DIR", help="replay files go here (default: replays/ next to the report)")
     run.add_argument("--json", metavar="FILE", help="write the ragmorph.report/1 JSON report")
     run.add_argument("--junit", metavar="FILE", help="write JUnit XML (one testcase per retriever x strategy x relation)")
     run.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
@@ -744,16 +848,17 @@ def build_parser() -> argparse.ArgumentParser:
         commands,
         "init",
         command_init,
-        "Scaffold ragmorph_adapter.py (a factory template around your retriever) and test_ragmorph.py (a "
-        "pytest file using the ragmorph plugin). Never overwrites an existing file.",
+        "Scaffold ragmorph.toml (the config `ragmorph run` and the pytest plugin read), ragmorph_adapter.py (a "
+        "factory template around your retriever), test_ragmorph.py (a pytest file using the plugin) and, unless "
+        "the corpus and cases exist, a small sample corpus and cases to try them on. Never overwrites a file.",
         """
         ragmorph init tests/retrieval --corpus data/corpus.jsonl --cases data/cases.jsonl
         """,
         exit_codes=False,
     )
     init.add_argument("dir", nargs="?", default=".", metavar="DIR", help="folder to write into (default .)")
-    init.add_argument("--corpus", default="data/corpus.jsonl", help="corpus path the templates use")
-    init.add_argument("--cases", default="data/cases.jsonl", help="cases path the templates use")
+    init.add_argument("--corpus", help="your corpus.jsonl (default DIR/data/corpus.jsonl, sample data if missing)")
+    init.add_argument("--cases", help="your cases.jsonl (default DIR/data/cases.jsonl, sample data if missing)")
     return parser
 
 

@@ -9,13 +9,14 @@ from typing import Any
 
 import attrs
 
-from ..adapters import load_retriever, locate_retriever
+from ..adapters import Configured, load_retriever, locate_retriever
 from ..errors import InputError, RagmorphError, UsageError
 from ..model import Case, Chunk, Corpus, Filters, Params, World
 from ..relations import Relation
 from ..strategies import perturbation_from_dict, relation
 from ..strategies.contract import VALID_RESPONSE
-from ._session import CallCache, RetrieverSpec, Session, Step, probe_after
+from ._executor import CallCache, Executor, Step, run_after
+from ._spec import RetrieverSpec
 
 __all__ = ["REPLAY_SCHEMA", "ReplayOutcome", "replay", "write_replay"]
 
@@ -110,10 +111,15 @@ def _saved_retriever(stored: dict[str, Any], path: Path) -> Any:
         )
     for candidate in candidates[:-1]:
         try:
-            return load_retriever(candidate)
+            load_retriever(candidate)
+            break
         except UsageError:
             continue  # e.g. a relative file spec replayed from another folder: the absolute file path follows
-    return load_retriever(candidates[-1])
+    else:
+        candidate = candidates[-1]
+        load_retriever(candidate)
+    options = stored.get("options")
+    return Configured(candidate, options) if options else candidate
 
 
 def replay(path: str | Path, retriever: Any = None) -> ReplayOutcome:
@@ -139,9 +145,13 @@ def replay(path: str | Path, retriever: Any = None) -> ReplayOutcome:
         if history:
             steps = tuple((int(s["number"]), Step.from_dict(s)) for s in history["steps"])
             sources = (history["sources"][0], history["sources"][1])
-            probe = probe_after(spec, world, perturbation, steps, sources, timeout=timeout)
+            probe = run_after(spec, perturbation.plan(world), steps, sources, timeout=timeout)
         else:
-            probe = Session(spec, world.corpus, cache=CallCache(), timeout=timeout).probe(world, perturbation)
+            executor = Executor(spec, world.corpus, cache=CallCache(), timeout=timeout)
+            try:
+                probe = executor.run(perturbation.plan(world))
+            finally:
+                executor.close()
     except (KeyError, TypeError, ValueError) as error:
         raise InputError(f"expected a history with numbered steps and two sources, got {error!r}", file=str(path), field="history") from error
     except RagmorphError as error:
@@ -151,7 +161,7 @@ def replay(path: str | Path, retriever: Any = None) -> ReplayOutcome:
     broken = probe.invalid
     if broken is not None and judged is not VALID_RESPONSE:
         # The retriever now breaks the contract instead: that prevents a verdict on this relation.
-        message = f"the response broke the retriever contract, so {judged.name} cannot be judged: {broken}"
+        message = f"the response broke the retriever contract, so {judged.name} cannot be judged: {broken.invalid}"
         return ReplayOutcome(False, judged.name, message, error=message)
     verdict = judged.check(probe.base, probe.follow)
     return ReplayOutcome(
