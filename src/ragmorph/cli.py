@@ -402,6 +402,9 @@ def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             replay_dir=args.replay_dir,
             timeout=args.timeout,
             progress=bar,
+            jobs=args.jobs,
+            executor=args.executor,
+            address=args.address,
         )
     finally:
         bar.close()
@@ -651,6 +654,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, default=0, help="run seed; the same seed gives the same report (default 0)")
     run.add_argument("--derandomize", action="store_true", help="Hypothesis derandomize mode (for CI)")
     run.add_argument("--timeout", type=_positive_float, help="per-call retriever time limit in seconds")
+    run.add_argument(
+        "--jobs", type=_positive_int, metavar="N",
+        help="run units in N local processes (with --executor ray: N Ray workers); the report is the serial run's",
+    )
+    run.add_argument(
+        "--executor", metavar="NAME",
+        help="where units run: serial, processes or ray (default: serial, or processes with --jobs N > 1)",
+    )
+    run.add_argument("--address", metavar="HOST:PORT", help="with --executor ray: an existing Ray cluster (default: start a local one)")
     run.add_argument("--replay-dir", metavar="DIR", help="write a replay file per violation here")
     run.add_argument("--json", metavar="FILE", help="write the ragmorph.report/1 JSON report")
     run.add_argument("--junit", metavar="FILE", help="write JUnit XML (one testcase per retriever x strategy x relation)")

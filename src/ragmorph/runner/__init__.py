@@ -15,6 +15,9 @@ from ..errors import RagmorphError, UsageError, describe
 from ..model import Case, Corpus, validate_cases
 from ..strategies import DEFAULT_SUITE, FAMILIES
 from ._engine import Result, Settings, Unit, execute
+from ._backends import EXECUTORS
+from ._backends import backend_for as _backend_for
+from ._backends import batches as _batches
 from ._replay import REPLAY_SCHEMA, ReplayOutcome, replay
 from ._report import REPORT_SCHEMA, CheckReport
 from ._session import CallCache, RetrieverSpec
@@ -24,6 +27,7 @@ from ._session import spec_mapping as _spec_mapping
 __all__ = [
     "REPLAY_SCHEMA",
     "REPORT_SCHEMA",
+    "EXECUTORS",
     "CallCache",
     "CheckReport",
     "ReplayOutcome",
@@ -126,24 +130,36 @@ def check(
     timeout: float | None = None,
     progress: Callable[[int, int, Unit], None] | None = None,
     traits: Mapping[str, Sequence[str]] | None = None,
+    jobs: int | None = None,
+    executor: str | None = None,
+    address: str | None = None,
 ) -> CheckReport:
     """Run every retriever x case x strategy family and return the CheckReport.
 
     `retrievers` is a retriever, a factory (a callable taking the corpus), an import string, or a mapping
     name -> any of those. `traits` declares retriever properties some hard relations presume (e.g.
     {"bm25": ["lexical"]}). `progress(done, total, unit)` is called after each unit.
+
+    `jobs` > 1 runs the units in that many local processes; `executor` is one of EXECUTORS ("serial",
+    "processes", "ray"; `address` names an existing Ray cluster). Every executor gives the report a serial
+    run gives for the same seed.
     """
     cases = tuple(cases)
+    backend = _backend_for(executor, jobs=jobs, address=address)
     units = plan(
         retrievers, corpus, cases, strategies=strategies, ks=ks, max_examples=max_examples, seed=seed,
         derandomize=derandomize, replay_dir=replay_dir, timeout=timeout, traits=traits,
     )
-    cache = CallCache()
-    results: list[Result] = []
-    for done, unit in enumerate(units, start=1):
-        results.extend(execute(unit, cache))
-        if progress is not None:
-            progress(done, len(units), unit)
+    work = _batches(units)
+    finished: dict[int, tuple[tuple[Result, ...], ...]] = {}
+    done = 0
+    for index, outcome in backend.run(work):
+        finished[index] = outcome
+        for unit in work[index]:
+            done += 1
+            if progress is not None:
+                progress(done, len(units), unit)
+    results = [row for index in range(len(work)) for unit_rows in finished[index] for row in unit_rows]
     specs = tuple(dict.fromkeys(u.retriever for u in units)) or _spec_mapping(retrievers, traits)
     return CheckReport.from_results(
         results,
