@@ -198,3 +198,12 @@ def test_the_cli_help_names_every_executor(capsys: pytest.CaptureFixture[str]) -
     assert main(["run", "--help"]) == EXIT_OK
     out = " ".join(capsys.readouterr().out.split())
     assert all(name in out for name in EXECUTORS)
+
+
+def test_fail_fast_on_two_jobs_stops_where_a_serial_run_stops() -> None:
+    retrievers = {name: spec for name, spec in demo_retrievers().items() if name != "bm25"}  # the bug comes early
+    serial_report = check(retrievers, WORLD.corpus, CASES, fail_fast=True, **SETTINGS).to_dict()
+    jobs_report = check(retrievers, WORLD.corpus, CASES, fail_fast=True, jobs=2, **SETTINGS).to_dict()
+    assert serial_report["summary"]["hard_failures"] == 1
+    assert len(serial_report["results"]) < len(check(retrievers, WORLD.corpus, CASES[:1], **SETTINGS).results) * len(CASES)
+    assert _comparable(jobs_report) == _comparable(serial_report)

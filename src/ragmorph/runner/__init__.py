@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..adapters import describe_capabilities
+from ..adapters import describe_capabilities, display_name
 from ..errors import RagmorphError, UsageError, describe
 from ..model import Case, Corpus, validate_cases
 from ..strategies import DEFAULT_SUITE, FAMILIES
@@ -20,9 +20,10 @@ from ._backends import backend_for as _backend_for
 from ._backends import batches as _batches
 from ._replay import REPLAY_SCHEMA, ReplayOutcome, replay
 from ._report import REPORT_SCHEMA, CheckReport
-from ._session import CallCache, RetrieverSpec
-from ._session import derive_seed as _derive_seed
-from ._session import spec_mapping as _spec_mapping
+from ._executor import CallCache, Executor, Probe, observation
+from ._spec import RetrieverSpec
+from ._spec import derive_seed as _derive_seed
+from ._spec import spec_mapping as _spec_mapping
 
 __all__ = [
     "REPLAY_SCHEMA",
@@ -30,6 +31,8 @@ __all__ = [
     "EXECUTORS",
     "CallCache",
     "CheckReport",
+    "Executor",
+    "Probe",
     "ReplayOutcome",
     "Result",
     "RetrieverSpec",
@@ -37,6 +40,7 @@ __all__ = [
     "Unit",
     "check",
     "execute",
+    "observation",
     "plan",
     "replay",
 ]
@@ -111,9 +115,13 @@ def _descriptions(units: Sequence[Unit]) -> dict[str, dict[str, str]]:
             kind = describe_capabilities(target).kind
         except RagmorphError:
             target, kind = None, "black_box"
-        description = unit.retriever.import_string or (repr(target) if target is not None else unit.retriever.name)
+        description = unit.retriever.import_string or (display_name(target) if target is not None else unit.retriever.name)
         found[unit.retriever.name] = {"description": description[:200], "kind": kind}
     return found
+
+
+def _hard_failure(results: Sequence[Result]) -> bool:
+    return any(r.status == "fail" and r.severity == "hard" for r in results)
 
 
 def check(
@@ -130,6 +138,7 @@ def check(
     timeout: float | None = None,
     progress: Callable[[int, int, Unit], None] | None = None,
     traits: Mapping[str, Sequence[str]] | None = None,
+    fail_fast: bool = False,
     jobs: int | None = None,
     executor: str | None = None,
     address: str | None = None,
@@ -138,11 +147,12 @@ def check(
 
     `retrievers` is a retriever, a factory (a callable taking the corpus), an import string, or a mapping
     name -> any of those. `traits` declares retriever properties some hard relations presume (e.g.
-    {"bm25": ["lexical"]}). `progress(done, total, unit)` is called after each unit.
+    {"bm25": ["lexical"]}). `progress(done, total, unit)` is called after each unit, in plan order. `fail_fast`
+    stops after the first unit with a hard violation; the report then holds the units up to it.
 
     `jobs` > 1 runs the units in that many local processes; `executor` is one of EXECUTORS ("serial",
     "processes", "ray"; `address` names an existing Ray cluster). Every executor gives the report a serial
-    run gives for the same seed.
+    run gives for the same seed, fail-fast included.
     """
     cases = tuple(cases)
     backend = _backend_for(executor, jobs=jobs, address=address)
@@ -151,15 +161,29 @@ def check(
         derandomize=derandomize, replay_dir=replay_dir, timeout=timeout, traits=traits,
     )
     work = _batches(units)
-    finished: dict[int, tuple[tuple[Result, ...], ...]] = {}
-    done = 0
-    for index, outcome in backend.run(work):
-        finished[index] = outcome
-        for unit in work[index]:
-            done += 1
-            if progress is not None:
-                progress(done, len(units), unit)
-    results = [row for index in range(len(work)) for unit_rows in finished[index] for row in unit_rows]
+    arrived: dict[int, tuple[tuple[Result, ...], ...]] = {}
+    results: list[Result] = []
+    done, folded, stopped = 0, 0, False
+    # Batches may finish in any order; they are folded in plan order, so progress, fail-fast and the rows are
+    # exactly a serial run's.
+    finished = backend.run(work, fail_fast=fail_fast)
+    try:
+        for index, outcome in finished:
+            arrived[index] = outcome
+            while folded in arrived and not stopped:
+                for unit, found in zip(work[folded], arrived.pop(folded)):
+                    results.extend(found)
+                    done += 1
+                    if progress is not None:
+                        progress(done, len(units), unit)
+                    if fail_fast and _hard_failure(found):
+                        stopped = True
+                        break
+                folded += 1
+            if stopped:
+                break
+    finally:
+        finished.close()  # stops the workers still running (fail-fast, or an error in progress())
     specs = tuple(dict.fromkeys(u.retriever for u in units)) or _spec_mapping(retrievers, traits)
     return CheckReport.from_results(
         results,

@@ -28,7 +28,7 @@ import attrs
 from ..errors import UsageError, describe
 from ._determinism import without_local_constants
 from ._engine import Result, Unit, execute
-from ._session import CallCache
+from ._executor import CallCache
 
 __all__ = ["EXECUTORS", "Backend", "Batch", "ProcessBackend", "RayBackend", "SerialBackend", "backend_for", "batches", "file_modules", "load_file_modules", "rebuild", "run_batch"]
 
@@ -50,11 +50,19 @@ def batches(units: Sequence[Unit]) -> tuple[Batch, ...]:
     return tuple(tuple(group) for group in grouped)
 
 
-def run_batch(batch: Batch) -> tuple[tuple[Result, ...], ...]:
-    """Execute the units of one batch in order over one fresh call cache (what every backend does per batch)."""
+def run_batch(batch: Batch, fail_fast: bool = False) -> tuple[tuple[Result, ...], ...]:
+    """Execute the units of one batch in order over one fresh call cache (what every backend does per batch).
+
+    With `fail_fast` the batch stops after the first unit with a hard violation, as a serial run stops there.
+    """
     cache = CallCache()
+    done: list[tuple[Result, ...]] = []
     with without_local_constants():
-        return tuple(execute(unit, cache) for unit in batch)
+        for unit in batch:
+            done.append(execute(unit, cache))
+            if fail_fast and any(r.status == "fail" and r.severity == "hard" for r in done[-1]):
+                break
+    return tuple(done)
 
 
 class Backend(Protocol):
@@ -62,8 +70,8 @@ class Backend(Protocol):
 
     name: str
 
-    def run(self, work: Sequence[Batch]) -> Iterator[Finished]:
-        """Execute every batch of `work`; yields each batch's index and its units' results."""
+    def run(self, work: Sequence[Batch], fail_fast: bool = False) -> Iterator[Finished]:
+        """Execute every batch of `work` (`fail_fast`: see run_batch); yields each batch's index and results."""
         ...
 
 
@@ -72,10 +80,10 @@ class SerialBackend:
 
     name = "serial"
 
-    def run(self, work: Sequence[Batch]) -> Iterator[Finished]:
+    def run(self, work: Sequence[Batch], fail_fast: bool = False) -> Iterator[Finished]:
         """Execute the batches in order, here."""
         for index, batch in enumerate(work):
-            yield index, run_batch(batch)
+            yield index, run_batch(batch, fail_fast)
 
 
 # --------------------------------------------------------------------------------------- shipping units
@@ -187,7 +195,7 @@ class ProcessBackend:
     def __init__(self, jobs: int) -> None:
         self.jobs = jobs
 
-    def run(self, work: Sequence[Batch]) -> Iterator[Finished]:
+    def run(self, work: Sequence[Batch], fail_fast: bool = False) -> Iterator[Finished]:
         """Execute the batches in worker processes; yields each as it finishes."""
         from ._worker import WorkerPool
 
@@ -204,7 +212,7 @@ class ProcessBackend:
         corpora, index = _corpora(work)
         modules = file_modules(list(_targets(work).values()))
         with WorkerPool(min(self.jobs, len(work)), corpora=corpora, modules=modules) as pool:
-            yield from pool.run([tuple(_strip(u, index) for u in batch) for batch in work])
+            yield from pool.run([tuple(_strip(u, index) for u in batch) for batch in work], fail_fast)
 
 
 # ------------------------------------------------------------------------------------------------- Ray
@@ -216,9 +224,9 @@ class _RayWorker:
     def __init__(self, corpora: Any) -> None:
         self.corpora = corpora
 
-    def run(self, shipped: tuple[tuple[int, dict[str, Any]], ...]) -> tuple[tuple[Result, ...], ...]:
+    def run(self, shipped: tuple[tuple[int, dict[str, Any]], ...], fail_fast: bool) -> tuple[tuple[Result, ...], ...]:
         """Rebuild the batch around the corpora and execute it."""
-        return run_batch(rebuild(self.corpora, shipped))
+        return run_batch(rebuild(self.corpora, shipped), fail_fast)
 
 
 def _check_reachable(address: str) -> None:
@@ -272,7 +280,7 @@ class RayBackend:
             raise UsageError(f"expected to connect to {where}, got {type(error).__name__}: {error}") from error
         return True
 
-    def run(self, work: Sequence[Batch]) -> Iterator[Finished]:
+    def run(self, work: Sequence[Batch], fail_fast: bool = False) -> Iterator[Finished]:
         """Execute the batches on Ray actors; yields each as it finishes."""
         if self.address is None and "ray" not in sys.modules:
             # A private local cluster need not listen beyond this machine: Ray's single-machine mode binds its
@@ -304,7 +312,7 @@ class RayBackend:
 
             def submit(worker: Any) -> None:
                 n, batch = todo.pop()
-                running[worker.run.remote(tuple(_strip(u, index) for u in batch))] = (n, worker)
+                running[worker.run.remote(tuple(_strip(u, index) for u in batch), fail_fast)] = (n, worker)
 
             for worker in workers:
                 if todo:

@@ -71,9 +71,9 @@ def main() -> None:
         message = pickle.load(requests)
         if message is None:
             return
-        number, payload = message
+        number, payload, fail_fast = message
         try:
-            results = run_batch(rebuild(corpora, pickle.loads(payload)))
+            results = run_batch(rebuild(corpora, pickle.loads(payload)), fail_fast)
             _send(replies, (number, True, pickle.dumps(results, protocol=_PROTOCOL)))
         except BaseException as error:
             _send(replies, (number, False, _portable(error)))
@@ -112,7 +112,7 @@ class WorkerPool:
                 process.kill()
                 process.wait()
 
-    def _serve(self, process: subprocess.Popen[bytes], todo: queue.Queue, done: queue.Queue) -> None:
+    def _serve(self, process: subprocess.Popen[bytes], todo: queue.Queue, done: queue.Queue, fail_fast: bool) -> None:
         """One worker's feeder: wait for its ready message, then hand it batches until none are left."""
         label = "setting up"
         requests, replies = cast(BinaryIO, process.stdin), cast(BinaryIO, process.stdout)
@@ -129,7 +129,7 @@ class WorkerPool:
                     number, payload, label = todo.get_nowait()
                 except queue.Empty:
                     return
-                _send(requests, (number, payload))
+                _send(requests, (number, payload, fail_fast))
                 done.put(pickle.load(replies))
         except (EOFError, OSError, pickle.UnpicklingError):
             try:
@@ -139,7 +139,7 @@ class WorkerPool:
             error = RetrieverFailed(f"a ragmorph worker process (pid {process.pid}) exited with code {code} while {label}")
             done.put((None, False, _portable(error)))
 
-    def run(self, batches: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+    def run(self, batches: Sequence[Any], fail_fast: bool = False) -> Iterator[tuple[int, Any]]:
         """Run the shipped batches on the workers; yields (index, results) in the order they finish."""
         todo: queue.Queue = queue.Queue()
         for number, shipped in enumerate(batches):
@@ -148,7 +148,7 @@ class WorkerPool:
             todo.put((number, pickle.dumps(shipped, protocol=_PROTOCOL), label))
         done: queue.Queue = queue.Queue()
         for process in self._processes:
-            threading.Thread(target=self._serve, args=(process, todo, done), daemon=True).start()
+            threading.Thread(target=self._serve, args=(process, todo, done, fail_fast), daemon=True).start()
         for _ in range(len(batches)):
             number, ok, payload = done.get()
             if not ok:
