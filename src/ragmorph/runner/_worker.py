@@ -131,7 +131,7 @@ class WorkerPool:
                     return
                 _send(requests, (number, payload, fail_fast))
                 done.put(pickle.load(replies))
-        except (EOFError, OSError, pickle.UnpicklingError):
+        except (EOFError, OSError, ValueError, pickle.UnpicklingError):  # ValueError: the pool closed the pipe
             try:
                 code: int | None = process.wait(timeout=10)
             except subprocess.TimeoutExpired:
