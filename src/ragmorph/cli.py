@@ -464,6 +464,9 @@ def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             progress=bar,
             traits=config.traits(),
             fail_fast=config.effective_fail_fast,
+            jobs=args.jobs,
+            executor=args.executor,
+            address=args.address,
         )
     finally:
         bar.close()
@@ -787,6 +790,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--derandomize", action="store_true", help="Hypothesis derandomize mode (for CI)")
     run.add_argument("--fail-fast", action="store_true", help="stop after the first unit with a hard violation")
     run.add_argument("--timeout", type=_timeout_seconds, help="per-call retriever time limit in seconds")
+    run.add_argument(
+        "--jobs", type=_positive_int, metavar="N",
+        help="run units in N local processes (with --executor ray: N Ray workers); the report is the serial run's",
+    )
+    run.add_argument(
+        "--executor", metavar="NAME",
+        help="where units run: serial, processes or ray (default: serial, or processes with --jobs N > 1)",
+    )
+    run.add_argument("--address", metavar="HOST:PORT", help="with --executor ray: an existing Ray cluster (default: start a local one)")
     run.add_argument("--replay-dir", metavar="DIR", help="replay files go here (default: replays/ next to the report)")
     from .reporting import WRITERS
 
