@@ -12,7 +12,6 @@
     fail_fast = false
 
     [retrievers]
-
     bm25 = { spec = "ragmorph.adapters:BM25Retriever", options = { k1 = 1.2 } }
     mine = { spec = "adapter.py:factory", traits = ["lexical"] }
 

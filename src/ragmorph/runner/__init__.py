@@ -16,7 +16,7 @@ from ..model import Case, Corpus, validate_cases
 from ..strategies import DEFAULT_SUITE, FAMILIES
 from ._engine import Result, Settings, Unit, execute
 from ._replay import REPLAY_SCHEMA, ReplayOutcome, replay
-from ._report import REPORT_SCHEMA, CheckReport
+from ._report import REPORT_SCHEMA, CheckReport, ViolationsFound
 from ._executor import CallCache, Executor, Probe, observation
 from ._spec import RetrieverSpec
 from ._spec import derive_seed as _derive_seed
@@ -34,6 +34,7 @@ __all__ = [
     "RetrieverSpec",
     "Settings",
     "Unit",
+    "ViolationsFound",
     "check",
     "execute",
     "observation",
