@@ -23,27 +23,18 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from . import __version__
-from .errors import AdapterError, InputError, RagmorphError, UsageError
+from .errors import AdapterError, ExitCode, InputError, RagmorphError, UsageError
 
 __all__ = ["EXIT_ERRORS", "EXIT_OK", "EXIT_USAGE", "EXIT_VIOLATIONS", "build_parser", "format_error", "main", "print_outcome", "run_config", "scaffold_files"]
 
-EXIT_OK = 0
-EXIT_VIOLATIONS = 1
-EXIT_USAGE = 2
-EXIT_ERRORS = 3
+EXIT_OK, EXIT_VIOLATIONS, EXIT_USAGE, EXIT_ERRORS = (int(code) for code in ExitCode)
 
 DEFAULT_KS = (1, 3, 5, 10)
 DEFAULT_METRICS = ("P", "R", "nDCG", "AP", "RR", "Hit")
 # Only native files carry evidence groups, tenants and versions, so only they enable these measures.
 NATIVE_ONLY_METRICS = ("GroupR", "Unauthorized", "Stale", "Superseded", "Dup")
 
-_EXIT_CODES_HELP = """\
-exit codes:
-  0  every hard relation holds
-  1  violations found
-  2  usage or input error
-  3  retriever errors prevented a verdict
-"""
+_EXIT_CODES_HELP = "exit codes:\n" + "".join(f"  {int(code)}  {code.meaning}\n" for code in ExitCode)
 
 
 # --------------------------------------------------------------------------------------------------- errors
@@ -281,11 +272,12 @@ def print_outcome(
 def _write_reports(
     report: Mapping[str, Any], out: TextIO, *, json_path: str | None, junit: str | None, html: str | None
 ) -> None:
-    from .reporting import write_html, write_json, write_junit
+    from .reporting import write_reports
 
-    for path, writer in ((json_path, write_json), (junit, write_junit), (html, write_html)):
+    paths = {"json": json_path, "junit": junit, "html": html}
+    write_reports(report, paths)
+    for path in paths.values():
         if path is not None:
-            writer(report, path)  # each writer creates the missing folders itself
             out.write(f"wrote {path}\n")
 
 
@@ -353,10 +345,11 @@ def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run the metamorphic suite over the user's retrievers, print the outcome, write the report files."""
     config = run_config(args)
     source = f" (config {config.path})" if config.path is not None else ""
+    from .reporting import WRITERS
+
     _check_outputs(
         [config.corpus, config.cases, config.beir, config.path],
-        {"--json": config.json and str(config.json), "--junit": config.junit and str(config.junit),
-         "--html": config.html and str(config.html)},
+        {w.flag: getattr(config, w.name) and str(getattr(config, w.name)) for w in WRITERS.values()},
     )
     from .adapters import load_retriever
     from .config import load_world
@@ -700,9 +693,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--fail-fast", action="store_true", help="stop after the first unit with a hard violation")
     run.add_argument("--timeout", type=_positive_float, help="per-call retriever time limit in seconds")
     run.add_argument("--replay-dir", metavar="DIR", help="replay files go here (default: replays/ next to the report)")
-    run.add_argument("--json", metavar="FILE", help="write the ragmorph.report/1 JSON report")
-    run.add_argument("--junit", metavar="FILE", help="write JUnit XML (one testcase per retriever x strategy x relation)")
-    run.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
+    from .reporting import WRITERS
+
+    for writer in WRITERS.values():
+        run.add_argument(writer.flag, metavar="FILE", help=writer.help)
 
     replay = _command(
         commands,

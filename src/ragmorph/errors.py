@@ -10,6 +10,7 @@ from typing import Any
 __all__ = [
     "AdapterError",
     "ContractRule",
+    "ExitCode",
     "InputError",
     "InvalidResponse",
     "RagmorphError",
@@ -19,6 +20,28 @@ __all__ = [
     "describe",
     "retriever_errors",
 ]
+
+
+class ExitCode(enum.IntEnum):
+    """The exit codes of every ragmorph command, report and the evaluator (the one place they are defined)."""
+
+    OK = 0  # every hard relation holds
+    VIOLATIONS = 1  # violations found
+    USAGE = 2  # usage or input error (no report is produced)
+    ERRORS = 3  # retriever errors prevented a verdict
+
+    @property
+    def meaning(self) -> str:
+        """The code in words, as reports print it."""
+        return _EXIT_MEANINGS[self]
+
+
+_EXIT_MEANINGS = {
+    ExitCode.OK: "every hard relation holds",
+    ExitCode.VIOLATIONS: "violations found",
+    ExitCode.USAGE: "usage or input error",
+    ExitCode.ERRORS: "retriever errors prevented a verdict",
+}
 
 
 def describe(value: Any, limit: int = 80) -> str:

@@ -18,9 +18,11 @@ from ._engine import Result, Settings, Unit, execute
 from ._replay import REPLAY_SCHEMA, ReplayOutcome, replay
 from ._report import REPORT_SCHEMA, CheckReport, ViolationsFound
 from ._executor import CallCache, Executor, Probe, observation
+from ._search import search
 from ._spec import RetrieverSpec
 from ._spec import derive_seed as _derive_seed
 from ._spec import spec_mapping as _spec_mapping
+from ._violation import MetricViolation, RetrieverViolation, Violation
 
 __all__ = [
     "REPLAY_SCHEMA",
@@ -28,18 +30,22 @@ __all__ = [
     "CallCache",
     "CheckReport",
     "Executor",
+    "MetricViolation",
     "Probe",
     "ReplayOutcome",
     "Result",
     "RetrieverSpec",
+    "RetrieverViolation",
     "Settings",
     "Unit",
+    "Violation",
     "ViolationsFound",
     "check",
     "execute",
     "observation",
     "plan",
     "replay",
+    "search",
 ]
 
 

@@ -8,14 +8,14 @@ from typing import Any
 
 import attrs
 
+from ..errors import ExitCode
 from ..model import Case, Corpus
 from ._engine import Result, Settings
 from ._spec import RetrieverSpec
 
-__all__ = ["REPORT_SCHEMA", "CheckReport", "EXIT_ERRORS", "EXIT_OK", "EXIT_VIOLATIONS", "ViolationsFound"]
+__all__ = ["REPORT_SCHEMA", "CheckReport", "ViolationsFound"]
 
 REPORT_SCHEMA = "ragmorph.report/1"
-EXIT_OK, EXIT_VIOLATIONS, EXIT_ERRORS = 0, 1, 3
 
 
 def _cases_fingerprint(cases: Sequence[Case]) -> str:
@@ -105,14 +105,14 @@ class CheckReport:
     def exit_code(self) -> int:
         """0 when every hard relation holds, 1 on any hard violation, 3 when retriever errors prevented a verdict."""
         if any(r.status == "fail" and r.severity == "hard" for r in self.results):
-            return EXIT_VIOLATIONS
+            return int(ExitCode.VIOLATIONS)
         if any(r.status == "error" for r in self.results):
-            return EXIT_ERRORS
-        return EXIT_OK
+            return int(ExitCode.ERRORS)
+        return int(ExitCode.OK)
 
     def assert_ok(self) -> None:
         """Raise ViolationsFound with the triaged summary unless every hard relation holds and no error occurred."""
-        if self.exit_code != EXIT_OK:
+        if self.exit_code != int(ExitCode.OK):
             from ..triage import summary_text
 
             raise ViolationsFound(summary_text(self.to_dict()))
