@@ -103,7 +103,7 @@ def test_fewer_than_k_on_an_empty_ranking() -> None:
     "case",
     [
         Case(id="q", query="q"),
-        Case(id="q", query="q", evidence=[["a"]], answerable=False),
+        Case(id="q", query="q", answerable=False),
         Case(id="q", query="q", claims=["a claim but no chunk ids"], answerable=True),
     ],
     ids=["no-evidence", "marked-unanswerable", "claims-only"],
