@@ -1,7 +1,7 @@
 """Hypothesis strategies that perturb retrieval worlds, one module per family, and the relation catalog.
 
-Each family module (`ragmorph.strategies.reorder`, `.removal`, `.distractors`, `.supersede`, `.tenancy`,
-`.cutoff`, `.query`, `.repeat`, `.contract`) exposes a strategy function drawing perturbations for a given world, the
+Each family module (`ragmorph.strategies.reorder`, `.removal`, `.claims`, `.distractors`, `.supersede`,
+`.tenancy`, `.cutoff`, `.query`, `.repeat`, `.contract`) exposes a strategy function drawing perturbations for a given world, the
 perturbation classes, `RELATIONS` and `FAMILY`. `CATALOG` lists every relation; `FAMILIES` maps family names to
 their record; `DEFAULT_SUITE` names the families `check()` runs by default.
 """
@@ -13,13 +13,16 @@ from typing import Any
 from ragmorph.errors import InputError, UsageError
 from ragmorph.relations import Relation
 
-from . import contract, cutoff, distractors, query, removal, reorder, repeat, supersede, tenancy
+from . import claims, contract, cutoff, distractors, query, removal, reorder, repeat, supersede, tenancy
 from ._core import decode_value as _decode_value
 from ._core import (
     Family,
+    Derivation,
     PerturbationBase,
     Vocabulary,
+    corpus_diff,
     default_filters,
+    derivation,
     perturbation_label,
     relation_applies,
     vocabulary,
@@ -30,11 +33,13 @@ __all__ = [
     "DEFAULT_SUITE",
     "FAMILIES",
     "PERTURBATIONS",
+    "Derivation",
     "Family",
     "PerturbationBase",
     "Vocabulary",
-    "catalog_rows",
+    "corpus_diff",
     "default_filters",
+    "derivation",
     "family",
     "perturbation_from_dict",
     "perturbation_label",
@@ -45,7 +50,7 @@ __all__ = [
 
 FAMILIES: dict[str, Family] = {
     module.FAMILY.name: module.FAMILY
-    for module in (reorder, removal, distractors, supersede, tenancy, cutoff, query, repeat, contract)
+    for module in (reorder, removal, claims, distractors, supersede, tenancy, cutoff, query, repeat, contract)
 }
 
 CATALOG: tuple[Relation, ...] = tuple(r for f in FAMILIES.values() for r in f.relations)
@@ -59,6 +64,7 @@ PERTURBATIONS: dict[str, type] = {
         reorder.PermuteCorpus,
         reorder.PromoteRelevant,
         removal.RemoveChunks,
+        claims.RemoveClaimSupport,
         distractors.InjectDistractors,
         supersede.Supersede,
         tenancy.ApplyTenantFilter,
@@ -95,8 +101,3 @@ def perturbation_from_dict(data: dict[str, Any]) -> Any:
         raise InputError(f"expected a perturbation type in {sorted(PERTURBATIONS)}, got type={kind!r}", field="perturbation")
     fields = {name: _decode_value(value) for name, value in data.get("fields", {}).items()}
     return PERTURBATIONS[kind](**fields)
-
-
-def catalog_rows() -> list[dict[str, Any]]:
-    """The catalog as plain rows (for `ragmorph strategies`, README and reports)."""
-    return [r.describe() for r in CATALOG]

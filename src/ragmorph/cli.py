@@ -15,35 +15,28 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
+import threading
 import textwrap
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Sized
 from pathlib import Path
 from typing import Any, TextIO
 
 from . import __version__
-from .errors import AdapterError, InputError, RagmorphError, UsageError
+from .errors import AdapterError, ExitCode, InputError, RagmorphError, UsageError
 
-__all__ = ["EXIT_ERRORS", "EXIT_OK", "EXIT_USAGE", "EXIT_VIOLATIONS", "build_parser", "format_error", "main", "named_retrievers", "print_outcome", "scaffold_files"]
+__all__ = ["EXIT_ERRORS", "EXIT_OK", "EXIT_USAGE", "EXIT_VIOLATIONS", "build_parser", "format_error", "main", "print_outcome", "run_config", "scaffold_files"]
 
-EXIT_OK = 0
-EXIT_VIOLATIONS = 1
-EXIT_USAGE = 2
-EXIT_ERRORS = 3
+EXIT_OK, EXIT_VIOLATIONS, EXIT_USAGE, EXIT_ERRORS = (int(code) for code in ExitCode)
 
 DEFAULT_KS = (1, 3, 5, 10)
 DEFAULT_METRICS = ("P", "R", "nDCG", "AP", "RR", "Hit")
 # Only native files carry evidence groups, tenants and versions, so only they enable these measures.
 NATIVE_ONLY_METRICS = ("GroupR", "Unauthorized", "Stale", "Superseded", "Dup")
 
-_EXIT_CODES_HELP = """\
-exit codes:
-  0  every hard relation holds
-  1  violations found
-  2  usage or input error
-  3  retriever errors prevented a verdict
-"""
+_EXIT_CODES_HELP = "exit codes:\n" + "".join(f"  {int(code)}  {code.meaning}\n" for code in ExitCode)
 
 
 # --------------------------------------------------------------------------------------------------- errors
@@ -111,37 +104,20 @@ def _positive(convert: Callable[[str], float], noun: str) -> Callable[[str], Any
 
 
 _positive_int = _positive(int, "a positive integer")
-_positive_float = _positive(float, "a positive number of seconds")
+
+
+def _timeout_seconds(text: str) -> float:
+    """A per-call time limit (argparse type): positive, finite and within what threads can wait for."""
+    value = _positive(float, "a positive number of seconds")(text)
+    if not math.isfinite(value) or value > threading.TIMEOUT_MAX:
+        raise argparse.ArgumentTypeError(
+            f"expected a finite number of seconds up to {threading.TIMEOUT_MAX:.0f}, got {text!r}; "
+            "leave --timeout out for no limit"
+        )
+    return value
 
 
 # ----------------------------------------------------------------------------------------- loading retrievers
-
-
-def _split_named(raw: str) -> tuple[str, str]:
-    """`name=spec` -> (name, spec); a bare spec is named after its attribute."""
-    name, equals, spec = raw.partition("=")
-    if not equals or ":" in name or "/" in name:
-        name, spec = "", raw
-    return name or spec.rpartition(":")[2], spec
-
-
-def named_retrievers(specs: Sequence[str]) -> dict[str, str]:
-    """`[name=]spec` strings -> {unique name: spec}, each spec loaded once here so a typo fails before any work.
-
-    Specs are handed on as strings (module and file specs alike), so reports and replay files record them and
-    `ragmorph replay FILE` finds the retriever again in a fresh process.
-    """
-    from .adapters import load_retriever
-
-    named: dict[str, str] = {}
-    for raw in specs:
-        name, spec = _split_named(raw)
-        unique, suffix = name, 2
-        while unique in named:
-            unique, suffix = f"{name}-{suffix}", suffix + 1
-        load_retriever(spec)
-        named[unique] = spec
-    return named
 
 
 # -------------------------------------------------------------------------------------------- file guards
@@ -151,17 +127,68 @@ def _existing_file(path: str | None, option: str) -> Path | None:
     if path is None:
         return None
     candidate = Path(path)
+    if candidate.is_dir():
+        raise UsageError(f"expected a file for {option}, got {path!r}, which is a folder")
     if not candidate.is_file():
         raise UsageError(f"expected an existing file for {option}, got {path!r} (no such file)")
     return candidate
 
 
-def _check_outputs(inputs: Sequence[Path | None], outputs: Mapping[str, str | None]) -> None:
-    """Refuse any output path that names an input file: a user's files are never modified."""
-    protected = {p.resolve() for p in inputs if p is not None}
-    for option, output in outputs.items():
-        if output is not None and Path(output).resolve() in protected:
-            raise UsageError(f"expected {option} to name a new file, got {output!r}, which is an input file")
+def _same_file(first: Path, second: Path) -> bool:
+    """Whether two paths name one file: the same resolved path, or (hard links, bind mounts) the same inode."""
+    if first.resolve() == second.resolve():
+        return True
+    try:
+        return os.path.samefile(first, second)
+    except OSError:
+        return False  # one of them does not exist yet, so they cannot be one file
+
+
+def _check_writable(option: str, path: Path, *, folder: bool) -> None:
+    """Refuse an output path that cannot be written, before any retriever call: a run must not be lost at the end."""
+    kind = "a folder" if folder else "a file"
+    if path.exists() and path.is_dir() != folder:
+        raise UsageError(f"expected {option} to name {kind}, got {str(path)!r}, which is {'a file' if folder else 'a folder'}")
+    ancestor = path if folder and path.exists() else path.parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise UsageError(f"expected {option} inside a folder, got {str(path)!r}, but {str(ancestor)!r} is a file")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise UsageError(f"expected {option} in a folder you can write to, got {str(path)!r} ({str(ancestor)!r} is not writable)")
+
+
+def _check_outputs(
+    inputs: Mapping[str, Path | None],
+    outputs: Mapping[str, str | None],
+    folders: Mapping[str, str | None] | None = None,
+) -> None:
+    """Check every output path before any work starts: a user's files are never modified.
+
+    An output that is the same file as an input (also through a hard link or a symlink) or as another output
+    is refused, naming both options; so is a path that cannot be written (a folder given as a file, a file given
+    as a folder, a parent that is a file or read-only).
+    """
+    given_inputs = [(option, path) for option, path in inputs.items() if path is not None]
+    given_outputs = [(option, Path(path)) for option, path in outputs.items() if path is not None]
+    for option, path in given_outputs:
+        _check_writable(option, path, folder=False)
+        for input_option, input_path in given_inputs:
+            if _same_file(path, input_path):
+                raise UsageError(
+                    f"expected {option} to name a new file, got {str(path)!r}, which is the {input_option} input "
+                    f"{str(input_path)!r}: ragmorph never overwrites its inputs"
+                )
+    for number, (option, path) in enumerate(given_outputs):
+        for other_option, other in given_outputs[:number]:
+            if _same_file(path, other):
+                raise UsageError(
+                    f"expected {other_option} and {option} to name different files, got {str(path)!r} for both: "
+                    "one report would replace the other"
+                )
+    for option, folder in (folders or {}).items():
+        if folder is not None:
+            _check_writable(option, Path(folder), folder=True)
 
 
 # --------------------------------------------------------------------------------------------- rendering
@@ -213,7 +240,9 @@ def command_metrics(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     qrels_path = _existing_file(args.qrels, "--qrels")
     corpus_path = _existing_file(args.corpus, "--corpus")
     cases_path = _existing_file(args.cases, "--cases")
-    _check_outputs([run_path, qrels_path, corpus_path, cases_path], {"--json": args.json})
+    _check_outputs(
+        {"--run": run_path, "--qrels": qrels_path, "--corpus": corpus_path, "--cases": cases_path}, {"--json": args.json}
+    )
     if qrels_path is None and cases_path is None:
         raise UsageError("expected --qrels QRELS (TREC) or --cases cases.jsonl to say what is relevant, got neither")
     if qrels_path is not None and cases_path is not None:
@@ -234,6 +263,7 @@ def command_metrics(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             )
         names = _metric_names(measures, args.k)
         qrels = io.read_trec_qrels(qrels_path)
+        _require_some(qrels, qrels_path, "judged query")
         _warn_unjudged(runs, qrels, err)
         # Listed ids keep the run file's order (read_trec_run already applies trec_eval's tie order);
         # graded qrels levels stay nDCG gains. Judged queries missing from the run score as empty rankings.
@@ -244,6 +274,7 @@ def command_metrics(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         measures = args.metrics or (DEFAULT_METRICS + (NATIVE_ONLY_METRICS if corpus is not None else ("GroupR",)))
         names = _metric_names(measures, args.k)
         cases = io.read_cases(cases_path, corpus=corpus)
+        _require_some(cases, cases_path, "case")
         _warn_unjudged(runs, {case.id: {} for case in cases}, err)
         from .model import Ranking
 
@@ -287,10 +318,16 @@ def render_metrics_summary(data: Mapping[str, Any], names: Sequence[str]) -> str
 
 
 def _write_text(path: Path, text: str) -> None:
+    from .io import atomic_write_text
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(text, encoding="utf-8")
-    temporary.replace(path)
+    atomic_write_text(path, text)
+
+
+def _require_some(items: Sized, path: Path | None, what: str) -> None:
+    """No case to judge is an input error: a run over nothing would report a pass it never checked."""
+    if not len(items):
+        raise InputError(f"expected at least one {what}, got none (the file is empty or only blank lines)", file=str(path))
 
 
 # ---------------------------------------------------------------------------------------------------- run
@@ -313,46 +350,131 @@ def print_outcome(
 def _write_reports(
     report: Mapping[str, Any], out: TextIO, *, json_path: str | None, junit: str | None, html: str | None
 ) -> None:
-    from .reporting import write_html, write_json, write_junit
+    from .reporting import write_reports
 
-    for path, writer in ((json_path, write_json), (junit, write_junit), (html, write_html)):
+    paths = {"json": json_path, "junit": junit, "html": html}
+    write_reports(report, paths)
+    for path in paths.values():
         if path is not None:
-            writer(report, path)  # each writer creates the missing folders itself
             out.write(f"wrote {path}\n")
+
+
+def _traits_option(text: str) -> tuple[str, tuple[str, ...]]:
+    """Parse `NAME=a,b` (argparse type of --traits)."""
+    name, equals, traits = text.partition("=")
+    names = tuple(t.strip() for t in traits.split(",") if t.strip())
+    if not equals or not name.strip() or not names:
+        raise argparse.ArgumentTypeError(f"expected NAME=trait[,trait], got {text!r}")
+    return name.strip(), names
+
+
+def run_config(args: argparse.Namespace, cwd: Path | None = None) -> Any:
+    """The run's Config: the config file (`--config`, else the nearest one) with every given flag on top."""
+    import attrs
+
+    from .config import Config, find_config, load_config, retriever_entries
+
+    path = Path(args.config) if args.config else find_config(cwd or Path.cwd())
+    config = load_config(path) if path is not None else Config()
+    world = {
+        "corpus": _existing_file(args.corpus, "--corpus"),
+        "cases": _existing_file(args.cases, "--cases"),
+        "beir": Path(args.beir) if args.beir else None,
+    }
+    flags: dict[str, Any] = {
+        "format": args.format,
+        "split": args.split,
+        "ks": args.k,
+        "strategies": args.strategies,
+        "profile": args.profile,
+        "max_examples": args.max_examples,
+        "seed": args.seed,
+        "timeout": args.timeout,
+        "fail_fast": True if args.fail_fast else None,
+        "json": Path(args.json) if args.json else None,
+        "html": Path(args.html) if args.html else None,
+        "junit": Path(args.junit) if args.junit else None,
+        "replays": Path(args.replay_dir) if args.replay_dir else None,
+        "retrievers": retriever_entries(args.retriever) if args.retriever else None,
+    }
+    overrides = {key: value for key, value in flags.items() if value is not None}
+    if any(value is not None for value in world.values()):
+        # A world named on the command line replaces the file's world as a whole, not field by field.
+        overrides.update(world)
+    config = attrs.evolve(config, **overrides)
+    if args.traits:
+        known = {entry.name: entry for entry in config.retrievers}
+        for name, traits in args.traits:
+            if name not in known:
+                raise UsageError(f"expected --traits NAME to name a retriever among {sorted(known)}, got {name!r}")
+            known[name] = attrs.evolve(known[name], traits=tuple(dict.fromkeys((*known[name].traits, *traits))))
+        config = attrs.evolve(config, retrievers=tuple(known.values()))
+    if not config.retrievers:
+        raise UsageError(
+            "expected --retriever MOD:ATTR or a config file (ragmorph.toml, or [tool.ragmorph] in pyproject.toml) "
+            "naming retrievers, got neither; `ragmorph init` writes one"
+        )
+    if config.beir is not None and not config.beir.is_dir():
+        raise UsageError(f"expected an existing BEIR folder for --beir, got {str(config.beir)!r} (no such folder)")
+    return config
 
 
 def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run the metamorphic suite over the user's retrievers, print the outcome, write the report files."""
-    corpus_path = _existing_file(args.corpus, "--corpus")
-    cases_path = _existing_file(args.cases, "--cases")
-    _check_outputs([corpus_path, cases_path], {"--json": args.json, "--junit": args.junit, "--html": args.html})
-    from . import io
+    config = run_config(args)
+    source = f" (config {config.path})" if config.path is not None else ""
+    from .adapters import is_file_spec, load_retriever
+    from .reporting import WRITERS
+
+    for entry in config.retrievers:
+        load_retriever(entry.spec)  # a typo is a usage error now, before any work starts
+    retriever_files = {
+        f"--retriever {entry.spec}": Path(entry.spec.rpartition(":")[0])
+        for entry in config.retrievers
+        if is_file_spec(entry.spec)
+    }
+    _check_outputs(
+        {"--corpus": config.corpus, "--cases": config.cases, "--beir": config.beir, "--config": config.path,
+         **retriever_files},
+        {w.flag: getattr(config, w.name) and str(getattr(config, w.name)) for w in WRITERS.values()},
+        {"--replay-dir": config.replay_dir and str(config.replay_dir)},
+    )
+    from .config import load_world
     from .reporting import ProgressBar
     from .runner import check
 
-    corpus = io.read_corpus(corpus_path)
-    cases = io.read_cases(cases_path, corpus=corpus)
-    retrievers = named_retrievers(args.retriever)
+    corpus, cases = load_world(
+        corpus=config.corpus, cases=config.cases, format=config.format, beir=config.beir, split=config.split,
+        source=source,
+    )
+    _require_some(cases, config.cases or config.beir, "case")
     bar = ProgressBar(0, err)
     try:
         report = check(
-            retrievers,
+            config.targets(),
             corpus,
             cases,
-            strategies=args.strategies,
-            ks=args.k,
-            max_examples=args.max_examples,
-            seed=args.seed,
+            strategies=config.strategies,
+            ks=config.effective_ks,
+            max_examples=config.effective_max_examples,
+            seed=config.seed or 0,
             derandomize=args.derandomize,
-            replay_dir=args.replay_dir,
-            timeout=args.timeout,
+            replay_dir=config.replay_dir,
+            timeout=config.timeout,
             progress=bar,
+            traits=config.traits(),
+            fail_fast=config.effective_fail_fast,
         )
     finally:
         bar.close()
     data = report.to_dict()
     print_outcome(data, out)
-    _write_reports(data, out, json_path=args.json, junit=args.junit, html=args.html)
+    if config.effective_fail_fast and report.exit_code == EXIT_VIOLATIONS:
+        out.write(f"\nstopped at the first hard violation (fail fast): {bar.done} of {bar.total} units run\n")
+    _write_reports(
+        data, out, json_path=config.json and str(config.json), junit=config.junit and str(config.junit),
+        html=config.html and str(config.html),
+    )
     return int(report.exit_code)
 
 
@@ -368,7 +490,16 @@ def command_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         from .adapters import load_retriever
 
         load_retriever(args.retriever)  # a typo is a usage error here, not a retriever error while replaying
-    outcome = replay(path, retriever=args.retriever)
+    try:
+        outcome = replay(path, retriever=args.retriever)
+    except InputError as error:
+        if error.field != "retriever.spec":
+            raise
+        raise UsageError(
+            f"expected --retriever MOD:ATTR or path/to/file.py:ATTR: {args.file} does not say how to load the "
+            "retriever (the run used an in-process retriever); e.g. ragmorph replay "
+            f"{args.file} --retriever path/to/adapter.py:factory"
+        ) from None
     if outcome.error is not None:
         out.write(f"error: the retriever failed while replaying {args.file}: {outcome.error}\n")
     elif outcome.reproduced:
@@ -430,34 +561,61 @@ def command_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def command_init(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Scaffold ragmorph_adapter.py and test_ragmorph.py; never overwrite an existing file."""
+    """Scaffold ragmorph.toml, an adapter, a pytest file and (when missing) sample data; never overwrite."""
     folder = Path(args.dir)
-    files = scaffold_files(folder=folder, corpus=args.corpus, cases=args.cases)
+    corpus = Path(args.corpus) if args.corpus else folder / "data" / "corpus.jsonl"
+    cases = Path(args.cases) if args.cases else folder / "data" / "cases.jsonl"
+    files = scaffold_files(folder=folder, corpus=corpus, cases=cases)
     existing = [name for name in files if (folder / name).exists()]
     if existing:
         raise UsageError(
             f"expected no existing {', '.join(existing)} in {str(folder)!r}, got existing files: "
             "ragmorph init never overwrites; move them away or choose another DIR"
         )
+    if corpus.exists() != cases.exists():
+        raise UsageError(
+            f"expected both {str(corpus)!r} and {str(cases)!r} or neither (then sample data is written), got only "
+            f"{str(corpus if corpus.exists() else cases)!r}"
+        )
     folder.mkdir(parents=True, exist_ok=True)
+    written = []
     for name, text in files.items():
         # "x" mode: a file that appeared since the check above is still never overwritten.
         with open(folder / name, "x", encoding="utf-8") as handle:
             handle.write(text)
-        out.write(f"created {folder / name}\n")
+        written.append(folder / name)
+    if not corpus.exists():
+        written += _write_sample_world(corpus, cases)
+    for path in written:
+        out.write(f"created {path}\n")
+    where = "" if folder.resolve() == Path.cwd().resolve() else f"cd {folder} && "
     out.write(
-        "next: edit ragmorph_adapter.py to call your retriever, then run\n"
-        f"  ragmorph run --retriever {folder / 'ragmorph_adapter.py'}:factory "
-        f"--corpus {args.corpus} --cases {args.cases}\n"
-        f"  pytest {folder / 'test_ragmorph.py'}\n"
+        "next: run the suite on the sample data, then edit ragmorph_adapter.py to call your retriever and point "
+        "ragmorph.toml at your corpus and cases\n"
+        f"  {where}ragmorph run --profile smoke\n"
+        f"  {where}ragmorph run\n"
+        f"  {where}pytest test_ragmorph.py\n"
     )
     return EXIT_OK
+
+
+def _write_sample_world(corpus: Path, cases: Path) -> list[Path]:
+    """A small two-tenant world with superseded versions (the generator's seed 0), as native files."""
+    from .io import write_cases, write_corpus
+    from .worlds import generate
+
+    world = generate(0, chunks=24, cases=4)
+    for path in (corpus, cases):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    write_corpus(world.corpus, corpus)
+    write_cases(world.cases, cases)
+    return [corpus, cases]
 
 
 _ADAPTER_TEMPLATE = '''\
 """ragmorph adapter: a factory that builds your retriever over exactly the corpus ragmorph hands it.
 
-Try it:  ragmorph run --retriever {adapter}:factory --corpus {corpus} --cases {cases}
+ragmorph.toml names it; try it with `ragmorph run` in {folder}.
 """
 
 from __future__ import annotations
@@ -487,36 +645,50 @@ def factory(corpus: Corpus) -> MyRetriever:
 '''
 
 _TEST_TEMPLATE = '''\
-"""Metamorphic tests of the retriever in ragmorph_adapter.py: one pytest item per retriever x strategy x relation.
+"""Metamorphic tests of the retrievers in ragmorph.toml: one pytest item per retriever x strategy x relation.
 
 Run:  pytest {test_file}     (options: pytest --help, section "ragmorph")
 """
 
 from ragmorph.pytest_plugin import suite
 
-# Paths are relative to this file. Add more retrievers to compare them in one run.
-ragmorph_suite = suite(
-    retrievers={{"mine": "ragmorph_adapter.py:factory"}},
-    corpus="{corpus}",
-    cases="{cases}",
-    ks=(1, 3, 5, 10),
-)
+# Reads the nearest ragmorph.toml (or [tool.ragmorph] in pyproject.toml): the same retrievers, data and budget
+# as `ragmorph run`.
+ragmorph_suite = suite()
+'''
+
+_CONFIG_TEMPLATE = '''\
+# ragmorph config: `ragmorph run` runs it, `pytest test_ragmorph.py` reads it. Paths are relative to this file.
+# Command-line options override these keys. Reference: README, section "Config file".
+
+corpus = "{corpus}"
+cases = "{cases}"
+ks = [1, 3, 5, 10]
+# strategies = ["tenancy", "cutoff", "removal"]   # default: the default suite (`ragmorph strategies`)
+profile = "default"                             # "smoke": a budget of seconds for a pre-commit loop
+seed = 0
+
+[retrievers]
+mine = {{ spec = "ragmorph_adapter.py:factory", traits = [] }}
+# bm25 = "ragmorph.adapters:BM25Retriever"      # a baseline to compare with
+
+[outputs]
+json = "ragmorph-report/report.json"
+html = "ragmorph-report/report.html"
+replays = "ragmorph-report/replays"
 '''
 
 
-def scaffold_files(*, folder: Path, corpus: str, cases: str) -> dict[str, str]:
-    """The files `ragmorph init` writes into `folder`: name -> text (paths in the test file are relative to it)."""
+def scaffold_files(*, folder: Path, corpus: Path, cases: Path) -> dict[str, str]:
+    """The files `ragmorph init` writes into `folder`: name -> text (paths in the config are relative to it)."""
 
-    def relative(path: str) -> str:
-        return Path(os.path.relpath(Path(path).resolve(), folder.resolve())).as_posix()
+    def relative(path: Path) -> str:
+        return Path(os.path.relpath(path.resolve(), folder.resolve())).as_posix()
 
     return {
-        "ragmorph_adapter.py": _ADAPTER_TEMPLATE.format(
-            adapter=(folder / "ragmorph_adapter.py").as_posix(), corpus=corpus, cases=cases
-        ),
-        "test_ragmorph.py": _TEST_TEMPLATE.format(
-            test_file=(folder / "test_ragmorph.py").as_posix(), corpus=relative(corpus), cases=relative(cases)
-        ),
+        "ragmorph.toml": _CONFIG_TEMPLATE.format(corpus=relative(corpus), cases=relative(cases)),
+        "ragmorph_adapter.py": _ADAPTER_TEMPLATE.format(folder=folder.as_posix()),
+        "test_ragmorph.py": _TEST_TEMPLATE.format(test_file=(folder / "test_ragmorph.py").as_posix()),
     }
 
 
@@ -582,27 +754,44 @@ def build_parser() -> argparse.ArgumentParser:
         commands,
         "run",
         command_run,
-        "Run the metamorphic suite over your retrievers. A retriever is 'package.module:attr' or "
-        "'path/to/file.py:attr' naming a factory (called with the corpus) or a retriever object; prefix "
-        "'name=' to name it in reports.",
+        "Run the metamorphic suite over your retrievers. Without options it runs the config file (ragmorph.toml, "
+        "or [tool.ragmorph] in pyproject.toml, found in this folder or above); options override its keys. A "
+        "retriever is 'package.module:attr' or 'path/to/file.py:attr' naming a factory (called with the corpus) or "
+        "a retriever object; prefix 'name=' to name it in reports. Replay files are saved next to the report "
+        "(default ragmorph-report/replays).",
         """
+        ragmorph run
+        ragmorph run --profile smoke
         ragmorph run --retriever bm25=ragmorph.adapters:BM25Retriever --corpus corpus.jsonl --cases cases.jsonl \\
             --strategies tenancy,cutoff --k 3,10 --max-examples 20 --json report.json --junit junit.xml
+        ragmorph run --retriever mine=adapter.py:factory --cases ragas.jsonl --format ragas
+        ragmorph run --retriever mine=adapter.py:factory --beir datasets/scifact --traits mine=lexical
         """,
     )
-    run.add_argument("--retriever", action="append", required=True, metavar="[NAME=]MOD:ATTR", help="repeatable")
-    run.add_argument("--corpus", required=True, help="native corpus.jsonl")
-    run.add_argument("--cases", required=True, help="native cases.jsonl")
+    from .config import PROFILES, describe_profiles
+
+    run.add_argument("--config", metavar="FILE", help="config file (default: the nearest ragmorph.toml or pyproject.toml)")
+    run.add_argument("--retriever", action="append", metavar="[NAME=]MOD:ATTR", help="repeatable; replaces the config's retrievers")
+    run.add_argument("--traits", action="append", type=_traits_option, metavar="NAME=a,b",
+                     help="declare traits of a retriever (repeatable), e.g. bm25=lexical")
+    run.add_argument("--corpus", help="native corpus.jsonl")
+    run.add_argument("--cases", help="native cases.jsonl, or Ragas rows with --format ragas")
+    run.add_argument("--format", choices=("native", "ragas"), help="format of --cases (default native)")
+    run.add_argument("--beir", metavar="DIR", help="a BEIR folder (corpus.jsonl, queries.jsonl, qrels/) instead of --corpus/--cases")
+    run.add_argument("--split", help="BEIR qrels split (default test)")
     run.add_argument("--strategies", type=_name_list, help="strategy families, comma separated (default: the default suite)")
-    run.add_argument("--k", type=_int_list, default=DEFAULT_KS, help="cutoffs, comma separated (default 1,3,5,10)")
-    run.add_argument("--max-examples", type=_positive_int, default=25, help="perturbations per unit (default 25)")
-    run.add_argument("--seed", type=int, default=0, help="run seed; the same seed gives the same report (default 0)")
+    run.add_argument("--profile", choices=tuple(PROFILES), help=f"budget ({describe_profiles()})")
+    run.add_argument("--k", type=_int_list, help="cutoffs, comma separated (default 1,3,5,10)")
+    run.add_argument("--max-examples", type=_positive_int, help="perturbations per unit (default 25)")
+    run.add_argument("--seed", type=int, help="run seed; the same seed gives the same report (default 0)")
     run.add_argument("--derandomize", action="store_true", help="Hypothesis derandomize mode (for CI)")
-    run.add_argument("--timeout", type=_positive_float, help="per-call retriever time limit in seconds")
-    run.add_argument("--replay-dir", metavar="DIR", help="write a replay file per violation here")
-    run.add_argument("--json", metavar="FILE", help="write the ragmorph.report/1 JSON report")
-    run.add_argument("--junit", metavar="FILE", help="write JUnit XML (one testcase per retriever x strategy x relation)")
-    run.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
+    run.add_argument("--fail-fast", action="store_true", help="stop after the first unit with a hard violation")
+    run.add_argument("--timeout", type=_timeout_seconds, help="per-call retriever time limit in seconds")
+    run.add_argument("--replay-dir", metavar="DIR", help="replay files go here (default: replays/ next to the report)")
+    from .reporting import WRITERS
+
+    for writer in WRITERS.values():
+        run.add_argument(writer.flag, metavar="FILE", help=writer.help)
 
     replay = _command(
         commands,
@@ -652,16 +841,17 @@ def build_parser() -> argparse.ArgumentParser:
         commands,
         "init",
         command_init,
-        "Scaffold ragmorph_adapter.py (a factory template around your retriever) and test_ragmorph.py (a "
-        "pytest file using the ragmorph plugin). Never overwrites an existing file.",
+        "Scaffold ragmorph.toml (the config `ragmorph run` and the pytest plugin read), ragmorph_adapter.py (a "
+        "factory template around your retriever), test_ragmorph.py (a pytest file using the plugin) and, unless "
+        "the corpus and cases exist, a small sample corpus and cases to try them on. Never overwrites a file.",
         """
         ragmorph init tests/retrieval --corpus data/corpus.jsonl --cases data/cases.jsonl
         """,
         exit_codes=False,
     )
     init.add_argument("dir", nargs="?", default=".", metavar="DIR", help="folder to write into (default .)")
-    init.add_argument("--corpus", default="data/corpus.jsonl", help="corpus path the templates use")
-    init.add_argument("--cases", default="data/cases.jsonl", help="cases path the templates use")
+    init.add_argument("--corpus", help="your corpus.jsonl (default DIR/data/corpus.jsonl, sample data if missing)")
+    init.add_argument("--cases", help="your cases.jsonl (default DIR/data/cases.jsonl, sample data if missing)")
     return parser
 
 
@@ -684,6 +874,11 @@ def main(argv: list[str] | None = None) -> int:
             raise
         sys.stderr.write(f"ragmorph: error: {format_error(error)}\n")
         return _exit_code_for(error)
+    except BrokenPipeError:
+        # Before OSError, its base class. `ragmorph strategies | head`: the reader left; say nothing more and do
+        # not fail on the final flush either.
+        _silence_stdout()
+        return EXIT_OK
     except OSError as error:
         if debug:
             raise
@@ -693,10 +888,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("ragmorph: interrupted\n")
         return 130
-    except BrokenPipeError:
-        # `ragmorph strategies | head`: the reader left; say nothing more and do not fail on the final flush.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_OK
+
+
+def _silence_stdout() -> None:
+    try:
+        descriptor = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(descriptor, sys.stdout.fileno())
+        os.close(descriptor)
+    except (OSError, ValueError):
+        pass  # stdout is not a real file (a test's StringIO): nothing to flush later
 
 
 if __name__ == "__main__":

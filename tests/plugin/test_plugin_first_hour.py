@@ -47,3 +47,56 @@ def test_failures_name_the_relation_once_warn_about_no_mark_and_print_a_replay_c
     assert commands, text
     done = subprocess.run([sys.executable, "-m", "ragmorph.cli", *commands[0].split()[1:]], capture_output=True, text=True, timeout=120, cwd=Path("/"))
     assert done.returncode == 1 and "reproduced" in done.stdout, done.stdout + done.stderr
+
+
+def _project(pytester: pytest.Pytester, config: str) -> Path:
+    from ragmorph.io import write_cases, write_corpus
+    from ragmorph.worlds import generate
+
+    world = generate(3, chunks=24, cases=3)
+    data = pytester.mkdir("data")
+    write_corpus(world.corpus, data / "corpus.jsonl")
+    write_cases(world.cases, data / "cases.jsonl")
+    pytester.makefile(".toml", ragmorph=config)
+    tests = pytester.mkdir("tests")
+    tests.joinpath("test_config.py").write_text("from ragmorph.pytest_plugin import suite\n\nragmorph_suite = suite()\n",
+                                                encoding="utf-8")
+    return tests
+
+
+CONFIG = """
+corpus = "data/corpus.jsonl"
+cases = "data/cases.jsonl"
+strategies = ["cutoff"]
+ks = [1, 3]
+max_examples = 3
+
+[retrievers]
+bm25 = { spec = "ragmorph.adapters:BM25Retriever", traits = ["lexical"] }
+"""
+
+
+def test_suite_without_arguments_reads_the_config_file_above_the_test(pytester: pytest.Pytester) -> None:
+    tests = _project(pytester, CONFIG)
+    result = pytester.runpytest_inprocess(str(tests), "-v", "-p", "no:cacheprovider")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["*test_config.py::bm25?cutoff-prefix? PASSED*"])
+
+
+def test_missing_data_is_one_short_collection_error(pytester: pytest.Pytester) -> None:
+    tests = _project(pytester, CONFIG)
+    (pytester.path / "data" / "cases.jsonl").unlink()
+    result = pytester.runpytest_inprocess(str(tests), "-p", "no:cacheprovider")
+    text = result.stdout.str()
+    assert result.ret == pytest.ExitCode.INTERRUPTED, text
+    result.stdout.fnmatch_lines(["*ragmorph suite 'ragmorph_suite': *cases.jsonl: expected an existing file*",
+                                 "*1 error*"])
+    assert "Traceback" not in text and "site-packages" not in text
+    assert len(result.outlines) < 25, text
+
+
+def test_a_bad_config_key_is_a_collection_error_naming_file_and_key(pytester: pytest.Pytester) -> None:
+    tests = _project(pytester, CONFIG.replace("ks = [1, 3]", "ks = [0]"))
+    result = pytester.runpytest_inprocess(str(tests), "-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(["*ragmorph.toml field 'ks': expected a non-empty list of positive integers*"])
+    assert "Traceback" not in result.stdout.str()

@@ -117,6 +117,11 @@ class Capabilities:
     supports_filters: bool = True
     supports_rollback: bool = False
     filtered_by: FilteredBy = "retriever"
+    # Optional protocol methods the runner uses when present: update(chunks) (same ids, new content),
+    # index(corpus) on an existing instance, close() on instances the runner built.
+    supports_update: bool = False
+    supports_index: bool = False
+    supports_close: bool = False
 
     @property
     def kind(self) -> Literal["factory", "black_box"]:
@@ -181,6 +186,9 @@ def describe_capabilities(obj: object, *, built: object | None = None) -> Capabi
         supports_rollback=callable(getattr(product, "checkpoint", None))
         and callable(getattr(product, "rollback", None)),
         filtered_by=_filtered_by(product, obj),
+        supports_update=callable(getattr(product, "update", None)),
+        supports_index=callable(getattr(product, "index", None)),
+        supports_close=callable(getattr(product, "close", None)),
     )
 
 

@@ -12,14 +12,17 @@ import importlib
 import importlib.util
 import inspect
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+import attrs
 
 from ..errors import UsageError, describe
 from .capabilities import is_factory, is_retriever
 from .function import FunctionRetriever, positional_arity
 
-__all__ = ["is_file_spec", "load_retriever", "locate_retriever"]
+__all__ = ["Configured", "is_file_spec", "load_retriever", "locate_retriever"]
 
 _FILE_MODULE_PREFIX = "_ragmorph_file_"
 
@@ -58,7 +61,10 @@ def _file_module(path: Path, spec: str) -> str:
             f"retriever {spec!r}: importing {str(path)!r} failed: no module named {error.name!r}; the file's "
             f"folder {folder!r} is on sys.path, so install {error.name!r} or put it on PYTHONPATH"
         ) from error
-    except Exception as error:
+    except KeyboardInterrupt:
+        del sys.modules[name]
+        raise
+    except BaseException as error:  # SystemExit too: a file calling sys.exit() must not end ragmorph quietly
         del sys.modules[name]
         raise UsageError(f"retriever {spec!r}: importing {str(path)!r} failed: {type(error).__name__}: {error}") from error
     return name
@@ -77,7 +83,9 @@ def _import(module_name: str, spec: str) -> Any:
             f"retriever {spec!r}: importing {module_name!r} failed because it imports the missing module "
             f"{error.name!r}; install it"
         ) from error
-    except Exception as error:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:  # SystemExit too: a module calling sys.exit() must not end ragmorph quietly
         raise UsageError(
             f"retriever {spec!r}: importing {module_name!r} raised {type(error).__name__}: {error}"
         ) from error
@@ -125,13 +133,34 @@ def load_retriever(spec: str) -> Any:
     )
 
 
-def locate_retriever(target: Any) -> dict[str, str | None]:
+@attrs.frozen
+class Configured:
+    """A factory named by import spec plus keyword options: `Configured(spec, options)(corpus)` builds
+    `factory(corpus, **options)`. Picklable, and replay files record both so a fresh process builds the same."""
+
+    spec: str
+    options: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
+
+    def __call__(self, corpus: Any) -> Any:
+        """Build the retriever over `corpus` with the options."""
+        factory = load_retriever(self.spec)
+        if not is_factory(factory):
+            raise UsageError(
+                f"retriever {self.spec!r}: expected a factory (a class or callable taking the corpus) to pass "
+                f"options {sorted(self.options)} to, got a retriever object; drop the options or name its factory"
+            )
+        return factory(corpus, **self.options)
+
+
+def locate_retriever(target: Any) -> dict[str, Any]:
     """How another process loads `target` again: {"spec": import string, "file": absolute `file.py:attr`}.
 
     `spec` is the import string the user gave (or `module:qualname` for a module-level class or function);
     `file` names the source file absolutely, so a replay works from any folder. Either may be None (an object
     built at run time cannot be found again).
     """
+    if isinstance(target, Configured):
+        return {**locate_retriever(target.spec), "options": dict(target.options)}
     if isinstance(target, str):
         if is_file_spec(target):
             path, _, attr = target.rpartition(":")

@@ -6,25 +6,24 @@ order or process and give the same results (only call-cache hits differ).
 
 from __future__ import annotations
 
-import re
+import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
-from hypothesis import HealthCheck, Phase, Verbosity, given, settings
-from hypothesis import seed as hypothesis_seed
-from hypothesis.errors import Flaky
 
 from ..errors import RagmorphError
 from ..model import Case, Corpus, World
 from ..relations import Observation, Relation, Severity, Verdict
-from ..strategies import FAMILIES, relation_applies
-from ..strategies._core import corpus_diff
-from ..strategies.contract import VALID_RESPONSE, breach_rule
-from ._session import CallCache, Probe, RetrieverSpec, Session, Step, probe_after, start_world
+from ..strategies import FAMILIES, corpus_diff, relation_applies
+from ..strategies.contract import VALID_RESPONSE
+from ._executor import CallCache, Executor, Probe, Step, run_after
+from ._search import search
+from ._spec import RetrieverSpec, start_world
+from ._violation import RetrieverViolation, observation_dict, perturbation_dict
 
-__all__ = ["Result", "Settings", "Unit", "execute", "observation_dict"]
+__all__ = ["Result", "Settings", "Unit", "execute"]
 
 # Corpus minimisation spends at most this many probes (each builds a small fresh index).
 _MINIMISE_BUDGET = 120
@@ -33,7 +32,6 @@ _MINIMISE_BUDGET = 120
 _HISTORY_BUDGET = 30
 _HISTORY_LIMIT = 400
 _HISTORY_CALLS = 600
-_TEXT_SNIPPET = 160
 
 
 @attrs.frozen
@@ -45,7 +43,6 @@ class Settings:
     derandomize: bool = False
     timeout: float | None = None
     replay_dir: str | None = None
-    minimise: bool = True
     # True when the run has a contract unit for every case: other units then leave breaches on the base corpus
     # to it (one failure per case, not one per family) and report only those in worlds they edited.
     contract_unit: bool = False
@@ -81,7 +78,7 @@ class Result:
     retriever_calls: int
     reason: str | None = None
     rate: tuple[int, int] | None = None
-    violation: dict[str, Any] | None = attrs.field(default=None, eq=False)
+    violation: RetrieverViolation | None = attrs.field(default=None, eq=False)
     base_metrics: dict[str, float | None] | None = attrs.field(default=None, eq=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -97,24 +94,23 @@ class Result:
             "retriever_calls": self.retriever_calls,
             "reason": self.reason,
             "rate": None if self.rate is None else {"held": self.rate[0], "tested": self.rate[1]},
-            "violation": self.violation,
+            "violation": None if self.violation is None else self.violation.to_dict(),
         }
 
 
-class _Violation(Exception):
-    """Raised inside the Hypothesis test so it shrinks the perturbation; carries the evidence."""
+class _Violation:
+    """A relation broken by a perturbation (before minimisation): the evidence the search found."""
 
-    def __init__(self, relation: Relation, perturbation: Any, probe: Probe, verdict: Verdict, session: Session) -> None:
-        super().__init__(f"{relation.name}: {verdict.detail}")
+    def __init__(self, relation: Relation, perturbation: Any, probe: Probe, verdict: Verdict, executor: Executor) -> None:
         self.relation = relation
         self.perturbation = perturbation
         self.probe = probe
         self.verdict = verdict
         # The calls the base instance had made up to this probe, and which of them gave its observations, so
         # a violation that needs that history can be reproduced on a fresh instance.
-        self.sources = session.sources
+        self.sources = probe.sources
         last = max((n for n in self.sources if n is not None), default=-1)
-        self.steps = tuple(enumerate(session.steps[: last + 1]))
+        self.steps = tuple(enumerate(executor.steps[: last + 1]))
 
 
 @attrs.frozen
@@ -140,54 +136,24 @@ class _Tally:
     calls_to_first_failure: int = 0
 
 
-def _metric_values(observation: Observation) -> dict[str, float | None]:
-    from ..metrics import evaluate
-
-    k = observation.world.params.k
-    names = [f"P@{k}", f"R@{k}", f"GroupR@{k}", f"nDCG@{k}", f"Unauthorized@{k}", f"Stale@{k}"]
-    try:
-        return dict(evaluate(observation.ranking, observation.world.case, names, corpus=observation.world.corpus))
-    except (RagmorphError, KeyError):
-        return {}
-
-
-def observation_dict(observation: Observation) -> dict[str, Any]:
-    """The `base`/`follow_up` block of a violation: params, ranking with text snippets, metric values."""
-    corpus = observation.world.corpus
-    ranking = []
-    for hit in observation.ranking.hits:
-        chunk = corpus.get(hit.id)
-        text = hit.text if hit.text is not None else (chunk.text if chunk is not None else None)
-        ranking.append({"id": hit.id, "score": hit.score, "text": None if text is None else text[:_TEXT_SNIPPET]})
-    block = {
-        "params": {"k": observation.world.params.k, "filters": observation.world.params.filters.to_dict()},
-        "query": observation.world.case.query,
-        "ranking": ranking,
-        "metrics": {} if observation.invalid is not None else _metric_values(observation),
-    }
-    if observation.invalid is not None:
-        block["invalid"] = observation.invalid
-    return block
-
-
 def _judge(relations: Sequence[Relation], perturbation: Any, probe: Probe, delegate: Corpus | None) -> list[tuple[Relation, Verdict]]:
     """Verdicts of the relations that judge `perturbation`; `delegate` is the corpus whose contract breaches
     another unit (the contract family's) reports."""
-    if probe.invalid is not None:
+    broken = probe.invalid
+    if broken is not None:
         # A rejected response has no ranking to compare: only the contract relation can judge that pair.
-        broken = probe.base if probe.base.invalid is not None else probe.follow
         if delegate is not None and broken.world.corpus is delegate:
             return []
         return [(r, r.check(probe.base, probe.follow)) for r in relations if r is VALID_RESPONSE]
     return [(r, r.check(probe.base, probe.follow)) for r in relations if relation_applies(r, perturbation)]
 
 
-def _invalid_reason(probe: Probe) -> str:
-    return f"the retriever's response broke the retriever contract (see {VALID_RESPONSE.name}): {probe.invalid}"
+def _invalid_reason(broken: Observation) -> str:
+    return f"the retriever's response broke the retriever contract (see {VALID_RESPONSE.name}): {broken.invalid}"
 
 
 def _search(
-    session: Session,
+    session: Executor,
     world: World,
     strategy: Any,
     relations: Sequence[Relation],
@@ -200,16 +166,16 @@ def _search(
     """One Hypothesis run; raises inside the test for the first failing target relation so Hypothesis shrinks it."""
     shrinking = {"on": False}
 
-    def test(perturbation: Any) -> None:
+    def test(perturbation: Any) -> _Violation | None:
         if state.get("error") is not None:
-            return
+            return None
         try:
-            probe = session.probe(world, perturbation)
+            probe = session.run(perturbation.plan(world))
         except RagmorphError as error:
             # Exceptions, timeouts and calls the retriever cannot take (filters it does not accept) prevent a
             # verdict; invalid responses do not get here (the probe records them as observations).
             state["error"] = error
-            return
+            return None
         key = repr(perturbation)
         fresh = not shrinking["on"] and key not in seen
         if fresh:
@@ -218,13 +184,14 @@ def _search(
             for relation in relations:
                 if relation_applies(relation, perturbation) and fresh:
                     tallies[relation.name].last_reason = probe
-            return
+            return None
         delegate = world.corpus if unit.settings.contract_unit and unit.strategy != "contract" else None
         verdicts = _judge(relations, perturbation, probe, delegate)
-        if fresh and probe.invalid is not None:
+        broken = probe.invalid
+        if fresh and broken is not None:
             for relation in relations:
                 if relation is not VALID_RESPONSE and relation_applies(relation, perturbation):
-                    tallies[relation.name].last_reason = _invalid_reason(probe)
+                    tallies[relation.name].last_reason = _invalid_reason(broken)
         if fresh:
             for relation, verdict in verdicts:
                 tally = tallies[relation.name]
@@ -240,57 +207,44 @@ def _search(
                     shrinking["on"] = True
                     tallies[relation.name].first_failure = violation
                     tallies[relation.name].calls_to_first_failure = session.asked
-                raise violation
+                return violation
+        return None
 
-    run = given(strategy)(test)
-    # No example database is used, so skip Hypothesis's key for it: a digest of the test's source code, which
-    # it would otherwise re-read and tokenize for every unit.
-    run._hypothesis_internal_database_key = b"ragmorph-runner"  # type: ignore[attr-defined]
-    run = settings(
-        max_examples=unit.settings.max_examples,
-        database=None,
-        deadline=None,
-        derandomize=unit.settings.derandomize,
-        suppress_health_check=list(HealthCheck),
-        phases=(Phase.explicit, Phase.generate, Phase.shrink),
-        report_multiple_bugs=False,
-        print_blob=False,
-        verbosity=Verbosity.quiet,
-    )(run)
-    if not unit.settings.derandomize:
-        run = hypothesis_seed(unit.seed)(run)
-    try:
-        run()
-    except _Violation as violation:
-        return violation
-    except Flaky:
+    def flaky() -> _Violation | None:
         # The retriever answered differently when Hypothesis replayed an example (state or randomness);
         # the first failure observed is still a real observation.
         first = [t.first_failure for t in tallies.values() if t.first_failure is not None]
         return first[-1] if first else None
-    return None
+
+    return search(
+        strategy,
+        test,
+        max_examples=unit.settings.max_examples,
+        derandomize=unit.settings.derandomize,
+        seed=unit.seed,
+        on_flaky=flaky,
+    )
 
 
-def _same_breach(relation: Relation, first: Verdict, probe: Probe) -> bool:
+def _same_breach(relation: Relation, first: Probe, probe: Probe) -> bool:
     """Whether `probe` shows the violation `first` of `relation` (for the contract: the same broken rule)."""
+    broken, wanted = probe.invalid, first.invalid
     if relation is not VALID_RESPONSE:
-        return probe.invalid is None
-    message = probe.invalid
-    wanted = first.detail.split("broke the retriever contract: ", 1)[-1]
-    return message is not None and breach_rule(message) == breach_rule(wanted)
+        return broken is None
+    return broken is not None and wanted is not None and broken.rule is wanted.rule
 
 
-def _judged(probe: Probe | str | None, relation: Relation, first: Verdict) -> Probe | None:
-    """`probe` when it shows the violation `first` of `relation` again, else None."""
+def _judged(probe: Probe | str | None, relation: Relation, first: Probe) -> Probe | None:
+    """`probe` when it shows the violation of `relation` that `first` showed again, else None."""
     if probe is None or isinstance(probe, str) or not _same_breach(relation, first, probe):
         return None
     verdict = relation.check(probe.base, probe.follow)
     return probe if verdict.applicable and not verdict.holds else None
 
 
-def _still_fails(session_for: Any, world: World, perturbation: Any, relation: Relation, first: Verdict) -> Probe | None:
+def _still_fails(session_for: Any, world: World, perturbation: Any, relation: Relation, first: Probe) -> Probe | None:
     try:
-        probe = session_for(world.corpus).probe(world, perturbation)
+        probe = session_for(world.corpus).run(perturbation.plan(world))
     except RagmorphError:
         return None
     return _judged(probe, relation, first)
@@ -350,12 +304,25 @@ def _minimise(unit: Unit, cache: CallCache, resolved: Any, world: World, violati
     made again on every candidate's fresh index. When even all of them do not, the corpus stays whole and the
     reason says so.
     """
-    sessions: list[Session] = []
+    sessions: list[Executor] = []
+    try:
+        return _minimise_with(unit, cache, resolved, world, violation, sessions)
+    finally:
+        for made in sessions:
+            try:
+                made.close()
+            except RagmorphError:
+                pass  # a candidate's index failing to close does not change what minimisation found
+
+
+def _minimise_with(
+    unit: Unit, cache: CallCache, resolved: Any, world: World, violation: _Violation, sessions: list[Executor]
+) -> _Minimised:
     perturbation, relation = violation.perturbation, violation.relation
     timeout = unit.settings.timeout
 
-    def session_for(corpus: Corpus, shared: CallCache | None = cache) -> Session:
-        session = Session(unit.retriever, corpus, cache=shared or CallCache(), timeout=timeout, resolved=resolved)
+    def session_for(corpus: Corpus, shared: CallCache | None = cache) -> Executor:
+        session = Executor(unit.retriever, corpus, cache=shared or CallCache(), timeout=timeout, resolved=resolved)
         sessions.append(session)
         return session
 
@@ -367,17 +334,17 @@ def _minimise(unit: Unit, cache: CallCache, resolved: Any, world: World, violati
 
     def reproduce(candidate: World) -> Probe | None:
         if not steps:
-            return _still_fails(session_for, candidate, perturbation, relation, violation.verdict)
+            return _still_fails(session_for, candidate, perturbation, relation, violation.probe)
         try:
-            probe = probe_after(
-                unit.retriever, candidate, perturbation, steps, violation.sources, timeout=timeout, resolved=resolved, made=sessions
+            probe = run_after(
+                unit.retriever, perturbation.plan(candidate), steps, violation.sources, timeout=timeout, resolved=resolved, made=sessions
             )
         except RagmorphError:
             return None
-        return _judged(probe, relation, violation.verdict)
+        return _judged(probe, relation, violation.probe)
 
     # A fresh index that has seen nothing else: does the world alone show the violation?
-    if _still_fails(lambda c: session_for(c, None), world, perturbation, relation, violation.verdict) is None:
+    if _still_fails(lambda c: session_for(c, None), world, perturbation, relation, violation.probe) is None:
         history_budget = {"left": _HISTORY_BUDGET}
 
         def try_steps(chosen: tuple[tuple[int, Step], ...]) -> bool:
@@ -451,14 +418,10 @@ def _minimise(unit: Unit, cache: CallCache, resolved: Any, world: World, violati
     return spent(world=final_world, probe=final_probe, one_minimal=one_minimal, reason=reason, steps=steps, sources=violation.sources)
 
 
-def _safe_name(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)[:60]
-
-
 def _violation_record(
     unit: Unit, violation: _Violation, minimised: _Minimised, calls_first: int, calls_shrinking: int
-) -> dict[str, Any]:
-    from ._replay import write_replay
+) -> RetrieverViolation:
+    from ._replay import replay_path, write_replay
 
     world, probe = minimised.world, minimised.probe
     verdict = violation.relation.check(probe.base, probe.follow)
@@ -467,48 +430,43 @@ def _violation_record(
     if minimised.reason:
         # Renderers show the detail: say there why the corpus is (or how it was) minimised.
         detail = f"{detail} [minimal corpus: {minimised.reason}]"
-    injected, removed = corpus_diff(probe.base.world.corpus, probe.follow.world.corpus)
-    record: dict[str, Any] = {
-        "relation": violation.relation.name,
-        "case": unit.case.id,
-        "query": unit.case.query,
-        "perturbation": {"type": type(perturbation).__name__, "repr": repr(perturbation), "fields": perturbation.to_dict()["fields"]},
-        "detail": detail,
-        "base": observation_dict(probe.base),
-        "follow_up": observation_dict(probe.follow),
-        "minimal_corpus": [c.to_dict() for c in world.corpus],
-        # What renderers mark in the ranking diff: gold evidence, and the ids the perturbation added or removed.
-        "evidence": [list(group) for group in unit.case.evidence],
-        "injected": sorted(injected),
-        "removed": sorted(removed),
-        "one_minimal": minimised.one_minimal,
-        "minimal_reason": minimised.reason,
-        "calls_to_first_failure": calls_first,
-        "calls_shrinking": calls_shrinking,
-        "replay": None,
-    }
+    replay = None
     if unit.settings.replay_dir is not None:
-        folder = Path(unit.settings.replay_dir)
-        parts = (unit.retriever.name, unit.case.id, violation.relation.name)
-        if violation.relation.family != unit.strategy:
-            parts = (*parts, unit.strategy)  # a contract breach found by another family's unit
-        name = "-".join(_safe_name(p) for p in parts) + ".json"
-        record["replay"] = str(
+        path = replay_path(Path(unit.settings.replay_dir), unit, violation.relation)
+        replay = str(
             write_replay(
-                folder / name,
+                path,
                 unit=unit,
                 world=world,
                 perturbation=perturbation,
                 relation=violation.relation,
-                detail=record["detail"],
+                detail=detail,
                 steps=minimised.steps,
                 sources=minimised.sources,
             )
         )
-    return record
+    injected, removed = corpus_diff(probe.base.world.corpus, probe.follow.world.corpus)
+    return RetrieverViolation(
+        relation=violation.relation.name,
+        case=unit.case.id,
+        query=unit.case.query,
+        perturbation=perturbation_dict(perturbation),
+        detail=detail,
+        calls_to_first_failure=calls_first,
+        calls_shrinking=calls_shrinking,
+        base=observation_dict(probe.base),
+        follow_up=observation_dict(probe.follow),
+        minimal_corpus=tuple(c.to_dict() for c in world.corpus),
+        evidence=tuple(tuple(group) for group in unit.case.evidence),
+        injected=tuple(sorted(injected)),
+        removed=tuple(sorted(removed)),
+        one_minimal=minimised.one_minimal,
+        minimal_reason=minimised.reason,
+        replay=replay,
+    )
 
 
-def _base_metrics(session: Session, unit: Unit, world: World) -> dict[str, float | None] | None:
+def _base_metrics(session: Executor, unit: Unit, world: World) -> dict[str, float | None] | None:
     from ..metrics import evaluate, standard_metrics
 
     try:
@@ -516,7 +474,7 @@ def _base_metrics(session: Session, unit: Unit, world: World) -> dict[str, float
     except RagmorphError:
         return None
     # Keep the QueryScores object (not a plain dict): its numerators/denominators feed the micro averages and counts.
-    return evaluate(ranking, unit.case, standard_metrics(unit.settings.ks), corpus=unit.corpus)
+    return evaluate(ranking, unit.case, standard_metrics(unit.settings.ks, claims=bool(unit.case.claims)), corpus=unit.corpus)
 
 
 def execute(unit: Unit, cache: CallCache | None = None) -> tuple[Result, ...]:
@@ -533,9 +491,27 @@ def execute(unit: Unit, cache: CallCache | None = None) -> tuple[Result, ...]:
 
     try:
         resolved = unit.retriever.resolve()
-        session = Session(unit.retriever, unit.corpus, cache=cache, timeout=unit.settings.timeout, resolved=resolved)
+        executor = Executor(unit.retriever, unit.corpus, cache=cache, timeout=unit.settings.timeout, resolved=resolved)
     except RagmorphError as error:
         return rows("error", str(error))
+    try:
+        results = _execute(unit, cache, resolved, executor, rows)
+    except BaseException:
+        with contextlib.suppress(RagmorphError):
+            executor.close()
+        raise
+    try:
+        executor.close()
+    except RagmorphError as error:
+        # Closing the instance the runner built failed: a retriever error like any other.
+        return rows("error", str(error), calls=executor.calls)
+    return results
+
+
+def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, rows: Any) -> tuple[Result, ...]:
+    family = FAMILIES[unit.strategy]
+    relations = family.relations
+    session = executor
     world = start_world(unit.corpus, unit.case, unit.settings.ks)
     base_metrics = _base_metrics(session, unit, world)
     reason = family.applicable(world)
@@ -548,12 +524,14 @@ def execute(unit: Unit, cache: CallCache | None = None) -> tuple[Result, ...]:
     judged = relations if VALID_RESPONSE in relations else (*relations, VALID_RESPONSE)
     tallies = {r.name: _Tally() for r in judged}
     missing = {r.name: sorted(set(r.requires) - session.traits) for r in judged}
-    active = [r for r in judged if not missing[r.name]]
+    not_judged = session.capabilities.filtering_not_judged
+    excused = {r.name for r in judged if r.judges_filtering and not_judged is not None}
+    active = [r for r in judged if not missing[r.name] and r.name not in excused]
     strategy = family.draw(world, ks=unit.settings.ks, delta=session.supports_delta, filters=session.capabilities.supports_filters)
     targets = {r.name for r in active if r.severity is Severity.HARD}
     seen: set[str] = set()
     state: dict[str, Any] = {"error": None}
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, RetrieverViolation] = {}
     while targets and state["error"] is None:
         violation = _search(session, world, strategy, active, targets, tallies, seen, unit, state)
         if violation is None or state["error"] is not None:
@@ -561,12 +539,10 @@ def execute(unit: Unit, cache: CallCache | None = None) -> tuple[Result, ...]:
         name = violation.relation.name
         targets.discard(name)
         calls_first = tallies[name].calls_to_first_failure or session.asked
-        if unit.settings.minimise and session.has_factory:
+        if session.has_factory:
             minimised = _minimise(unit, cache, resolved, world, violation)
         else:
-            why = None if not unit.settings.minimise else (
-                "black-box retriever: without a factory the runner cannot build an index over a smaller corpus"
-            )
+            why = "black-box retriever: without a factory the runner cannot build an index over a smaller corpus"
             minimised = _Minimised(world, violation.probe, None, why, 0, 0)
         shrinking = session.asked - calls_first + minimised.asked
         found[name] = _violation_record(unit, violation, minimised, calls_first, shrinking)
@@ -590,7 +566,7 @@ def execute(unit: Unit, cache: CallCache | None = None) -> tuple[Result, ...]:
         )
         rate = (tally.held, tally.tested) if tally.tested else None
         if relation.name in found:
-            results.append(Result(status="fail", reason=found[relation.name]["detail"], rate=rate, violation=found[relation.name], **common))
+            results.append(Result(status="fail", reason=found[relation.name].detail, rate=rate, violation=found[relation.name], **common))
         elif state["error"] is not None:
             results.append(Result(status="error", reason=str(state["error"]), rate=rate, **common))
         elif missing[relation.name]:
@@ -599,6 +575,8 @@ def execute(unit: Unit, cache: CallCache | None = None) -> tuple[Result, ...]:
                 "attribute or check(..., traits={name: [...]}) when they hold"
             )
             results.append(Result(status="not_applicable", reason=why, **common))
+        elif relation.name in excused:
+            results.append(Result(status="not_applicable", reason=not_judged, **common))
         elif tally.tested == 0:
             why = tally.last_reason or "no drawn perturbation could test this relation"
             results.append(Result(status="not_applicable", reason=why, **common))

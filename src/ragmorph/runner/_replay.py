@@ -3,21 +3,23 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from ..adapters import load_retriever, locate_retriever
-from ..errors import InputError, RagmorphError, UsageError
+from ..adapters import Configured, load_retriever, locate_retriever
+from ..errors import ExitCode, InputError, RagmorphError, UsageError
 from ..model import Case, Chunk, Corpus, Filters, Params, World
 from ..relations import Relation
 from ..strategies import perturbation_from_dict, relation
 from ..strategies.contract import VALID_RESPONSE
-from ._session import CallCache, RetrieverSpec, Session, Step, probe_after
+from ._executor import CallCache, Executor, Step, run_after
+from ._spec import RetrieverSpec
 
-__all__ = ["REPLAY_SCHEMA", "ReplayOutcome", "replay", "write_replay"]
+__all__ = ["REPLAY_SCHEMA", "ReplayOutcome", "replay", "replay_path", "write_replay"]
 
 REPLAY_SCHEMA = "ragmorph.replay/1"
 
@@ -38,6 +40,18 @@ def _world_from(data: dict[str, Any], path: Path) -> World:
     except (KeyError, TypeError) as error:
         raise InputError(f"expected a world with corpus, case and params, got {error!r}", file=str(path)) from error
     return World(corpus, case, params)
+
+
+def _safe_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)[:60]
+
+
+def replay_path(folder: Path, unit: Any, relation: Relation) -> Path:
+    """Where the replay file of a violation of `relation` found in `unit` goes inside `folder`."""
+    parts = (unit.retriever.name, unit.case.id, relation.name)
+    if relation.family != unit.strategy:
+        parts = (*parts, unit.strategy)  # a contract breach found by another family's unit
+    return folder / ("-".join(_safe_name(p) for p in parts) + ".json")
 
 
 def write_replay(
@@ -94,8 +108,8 @@ class ReplayOutcome:
     def exit_code(self) -> int:
         """CLI exit code of `ragmorph replay`: 1 while the violation reproduces, 3 on a retriever error, else 0."""
         if self.error is not None:
-            return 3
-        return 1 if self.reproduced else 0
+            return int(ExitCode.ERRORS)
+        return int(ExitCode.VIOLATIONS if self.reproduced else ExitCode.OK)
 
 
 def _saved_retriever(stored: dict[str, Any], path: Path) -> Any:
@@ -110,10 +124,15 @@ def _saved_retriever(stored: dict[str, Any], path: Path) -> Any:
         )
     for candidate in candidates[:-1]:
         try:
-            return load_retriever(candidate)
+            load_retriever(candidate)
+            break
         except UsageError:
             continue  # e.g. a relative file spec replayed from another folder: the absolute file path follows
-    return load_retriever(candidates[-1])
+    else:
+        candidate = candidates[-1]
+        load_retriever(candidate)
+    options = stored.get("options")
+    return Configured(candidate, options) if options else candidate
 
 
 def replay(path: str | Path, retriever: Any = None) -> ReplayOutcome:
@@ -139,9 +158,13 @@ def replay(path: str | Path, retriever: Any = None) -> ReplayOutcome:
         if history:
             steps = tuple((int(s["number"]), Step.from_dict(s)) for s in history["steps"])
             sources = (history["sources"][0], history["sources"][1])
-            probe = probe_after(spec, world, perturbation, steps, sources, timeout=timeout)
+            probe = run_after(spec, perturbation.plan(world), steps, sources, timeout=timeout)
         else:
-            probe = Session(spec, world.corpus, cache=CallCache(), timeout=timeout).probe(world, perturbation)
+            executor = Executor(spec, world.corpus, cache=CallCache(), timeout=timeout)
+            try:
+                probe = executor.run(perturbation.plan(world))
+            finally:
+                executor.close()
     except (KeyError, TypeError, ValueError) as error:
         raise InputError(f"expected a history with numbered steps and two sources, got {error!r}", file=str(path), field="history") from error
     except RagmorphError as error:
@@ -151,7 +174,7 @@ def replay(path: str | Path, retriever: Any = None) -> ReplayOutcome:
     broken = probe.invalid
     if broken is not None and judged is not VALID_RESPONSE:
         # The retriever now breaks the contract instead: that prevents a verdict on this relation.
-        message = f"the response broke the retriever contract, so {judged.name} cannot be judged: {broken}"
+        message = f"the response broke the retriever contract, so {judged.name} cannot be judged: {broken.invalid}"
         return ReplayOutcome(False, judged.name, message, error=message)
     verdict = judged.check(probe.base, probe.follow)
     return ReplayOutcome(

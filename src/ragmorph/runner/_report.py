@@ -8,14 +8,14 @@ from typing import Any
 
 import attrs
 
+from ..errors import ExitCode
 from ..model import Case, Corpus
 from ._engine import Result, Settings
-from ._session import RetrieverSpec
+from ._spec import RetrieverSpec
 
-__all__ = ["REPORT_SCHEMA", "CheckReport", "EXIT_ERRORS", "EXIT_OK", "EXIT_VIOLATIONS"]
+__all__ = ["REPORT_SCHEMA", "CheckReport"]
 
 REPORT_SCHEMA = "ragmorph.report/1"
-EXIT_OK, EXIT_VIOLATIONS, EXIT_ERRORS = 0, 1, 3
 
 
 def _cases_fingerprint(cases: Sequence[Case]) -> str:
@@ -101,10 +101,10 @@ class CheckReport:
     def exit_code(self) -> int:
         """0 when every hard relation holds, 1 on any hard violation, 3 when retriever errors prevented a verdict."""
         if any(r.status == "fail" and r.severity == "hard" for r in self.results):
-            return EXIT_VIOLATIONS
+            return int(ExitCode.VIOLATIONS)
         if any(r.status == "error" for r in self.results):
-            return EXIT_ERRORS
-        return EXIT_OK
+            return int(ExitCode.ERRORS)
+        return int(ExitCode.OK)
 
     @property
     def violations(self) -> tuple[Result, ...]:
