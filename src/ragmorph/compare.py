@@ -151,7 +151,8 @@ def _fingerprints(baseline: Mapping[str, Any], candidate: Mapping[str, Any], cor
     if base_cases != cand_cases:
         raise InputError(
             f"expected the baseline and the candidate to run the same cases, got cases fingerprints "
-            f"{base_cases[:12]} (baseline) and {cand_cases[:12]} (candidate): re-run the baseline on these cases",
+            f"{base_cases[:12]} (baseline) and {cand_cases[:12]} (candidate): re-run the baseline on these cases "
+            "(every field counts, tags included)",
             field="cases",
         )
 
