@@ -336,15 +336,10 @@ def _require_some(items: Sized, path: Path | None, what: str) -> None:
 def print_outcome(
     report: Mapping[str, Any], out: TextIO, *, limit: int = 3
 ) -> None:
-    """The summary table and the first `limit` minimal failing cases (with how to replay them)."""
-    from .reporting import render_summary, render_violation
+    """The summary table, the triaged violation groups and the first `limit` groups' minimal cases (with replay)."""
+    from .reporting import render_report
 
-    out.write(render_summary(report) + "\n")
-    failures = [r for r in report.get("results", []) if r.get("status") == "fail" and r.get("violation")]
-    for result in failures[:limit]:
-        out.write("\n" + render_violation(result["violation"], retriever=result["retriever"]) + "\n")
-    if len(failures) > limit:
-        out.write(f"\n... {len(failures) - limit} more violations in the report files\n")
+    out.write(render_report(report, max_violations=limit) + "\n")
 
 
 def _write_reports(

@@ -19,7 +19,7 @@ from ._backends import EXECUTORS
 from ._backends import backend_for as _backend_for
 from ._backends import batches as _batches
 from ._replay import REPLAY_SCHEMA, ReplayOutcome, replay
-from ._report import REPORT_SCHEMA, CheckReport
+from ._report import REPORT_SCHEMA, CheckReport, ViolationsFound
 from ._executor import CallCache, Executor, Probe, observation
 from ._search import search
 from ._spec import RetrieverSpec
@@ -43,6 +43,7 @@ __all__ = [
     "Settings",
     "Unit",
     "Violation",
+    "ViolationsFound",
     "check",
     "execute",
     "observation",
