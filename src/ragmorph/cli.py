@@ -393,6 +393,9 @@ def run_config(args: argparse.Namespace, cwd: Path | None = None) -> Any:
         "retrievers": retriever_entries(args.retriever) if args.retriever else None,
     }
     overrides = {key: value for key, value in flags.items() if value is not None}
+    if args.profile:
+        # A profile asked for on the command line sets the budget, over the file's own budget keys.
+        overrides = {"ks": None, "max_examples": None, "fail_fast": None, **overrides}
     if any(value is not None for value in world.values()):
         # A world named on the command line replaces the file's world as a whole, not field by field.
         overrides.update(world)
