@@ -19,6 +19,7 @@ from ..relations import Observation, Relation, Severity, Verdict
 from ..strategies import FAMILIES, corpus_diff, relation_applies
 from ..strategies.contract import VALID_RESPONSE
 from ._executor import CallCache, Executor, Probe, Step, run_after
+from ._minimise import drop_blocks, minimal_subset
 from ._search import search
 from ._spec import RetrieverSpec, start_world
 from ._violation import RetrieverViolation, observation_dict, perturbation_dict
@@ -250,23 +251,6 @@ def _still_fails(session_for: Any, world: World, perturbation: Any, relation: Re
     return _judged(probe, relation, first)
 
 
-def _drop_blocks(items: list[Any], works: Any, budget: dict[str, int]) -> list[Any]:
-    """Delta debugging: drop ever smaller blocks of `items` while `works(kept)` still holds (within budget)."""
-    block = max(1, len(items) // 2)
-    while items and budget["left"] > 0:
-        start, changed = 0, False
-        while start < len(items) and budget["left"] > 0:
-            trial = items[:start] + items[start + block :]
-            if works(trial):
-                items, changed = trial, True
-            else:
-                start += block
-        if block == 1 and not changed:
-            break
-        block = max(1, block // 2) if not changed or block > 1 else 1
-    return items
-
-
 def _needed_steps(
     violation: _Violation, try_steps: Any, budget: dict[str, int]
 ) -> tuple[tuple[int, Step], ...] | None:
@@ -292,7 +276,7 @@ def _needed_steps(
         size = min(len(earlier), max(1, size * 2))
     if chosen is None:
         return None
-    chosen = _drop_blocks(chosen, works, budget)
+    chosen = drop_blocks(chosen, works, budget)
     return tuple((n, step_of[n]) for n in sorted(set(chosen) | pinned))
 
 
@@ -372,15 +356,11 @@ def _minimise_with(
 
     pinned = set(perturbation.referenced_ids()) | {i for i in world.case.gold_ids if i in world.corpus}
     probes = _MINIMISE_BUDGET if not steps else max(15, min(_MINIMISE_BUDGET, _HISTORY_CALLS // (len(steps) + 2)))
-    budget = {"left": probes}
     best = (world, violation.probe)
 
-    def attempt(keep: Any) -> bool:
+    def works(keep: set[str]) -> bool:
         nonlocal best
-        if budget["left"] <= 0:
-            return False
-        budget["left"] -= 1
-        candidate = attrs.evolve(world, corpus=world.corpus.restricted(set(keep) | pinned))
+        candidate = attrs.evolve(world, corpus=world.corpus.restricted(keep | pinned))
         probe = reproduce(candidate)
         if probe is not None:
             best = (candidate, probe)
@@ -388,22 +368,8 @@ def _minimise_with(
 
     rest = [i for i in world.corpus.ids if i not in pinned]
     shown = {h.id for h in violation.probe.base.ranking.hits} | {h.id for h in violation.probe.follow.ranking.hits}
-    current = rest
-    if attempt(set()):
-        current = []
-    elif attempt({i for i in rest if i in shown}):
-        current = [i for i in rest if i in shown]
-    current = _drop_blocks(current, attempt, budget)
-    # 1-minimality post-pass: removing any one remaining chunk must make the violation go away.
-    one_minimal = True
-    for chunk_id in list(current):
-        if budget["left"] <= 0:
-            one_minimal = False
-            break
-        if attempt(set(current) - {chunk_id}):
-            current.remove(chunk_id)
-    if budget["left"] <= 0:
-        one_minimal = False
+    # Likeliest first: no other chunk at all, then the chunks either ranking showed.
+    current, one_minimal = minimal_subset(rest, works, budget=probes, first=(set(), {i for i in rest if i in shown}))
     final_world, final_probe = best
     if set(final_world.corpus.ids) != set(current) | pinned:
         final_world = attrs.evolve(world, corpus=world.corpus.restricted(set(current) | pinned))
