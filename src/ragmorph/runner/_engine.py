@@ -154,7 +154,7 @@ def _invalid_reason(broken: Observation) -> str:
 
 
 def _search(
-    session: Executor,
+    executor: Executor,
     world: World,
     strategy: Any,
     relations: Sequence[Relation],
@@ -171,7 +171,7 @@ def _search(
         if state.get("error") is not None:
             return None
         try:
-            probe = session.run(perturbation.plan(world))
+            probe = executor.run(perturbation.plan(world))
         except RagmorphError as error:
             # Exceptions, timeouts and calls the retriever cannot take (filters it does not accept) prevent a
             # verdict; invalid responses do not get here (the probe records them as observations).
@@ -203,11 +203,11 @@ def _search(
                     tally.last_reason = verdict.detail
         for relation, verdict in verdicts:
             if verdict.applicable and not verdict.holds and relation.name in targets:
-                violation = _Violation(relation, perturbation, probe, verdict, session)
+                violation = _Violation(relation, perturbation, probe, verdict, executor)
                 if not shrinking["on"]:
                     shrinking["on"] = True
                     tallies[relation.name].first_failure = violation
-                    tallies[relation.name].calls_to_first_failure = session.asked
+                    tallies[relation.name].calls_to_first_failure = executor.asked
                 return violation
         return None
 
@@ -243,9 +243,9 @@ def _judged(probe: Probe | str | None, relation: Relation, first: Probe) -> Prob
     return probe if verdict.applicable and not verdict.holds else None
 
 
-def _still_fails(session_for: Any, world: World, perturbation: Any, relation: Relation, first: Probe) -> Probe | None:
+def _still_fails(executor_for: Any, world: World, perturbation: Any, relation: Relation, first: Probe) -> Probe | None:
     try:
-        probe = session_for(world.corpus).run(perturbation.plan(world))
+        probe = executor_for(world.corpus).run(perturbation.plan(world))
     except RagmorphError:
         return None
     return _judged(probe, relation, first)
@@ -288,11 +288,11 @@ def _minimise(unit: Unit, cache: CallCache, resolved: Any, world: World, violati
     made again on every candidate's fresh index. When even all of them do not, the corpus stays whole and the
     reason says so.
     """
-    sessions: list[Executor] = []
+    executors: list[Executor] = []
     try:
-        return _minimise_with(unit, cache, resolved, world, violation, sessions)
+        return _minimise_with(unit, cache, resolved, world, violation, executors)
     finally:
-        for made in sessions:
+        for made in executors:
             try:
                 made.close()
             except RagmorphError:
@@ -300,35 +300,35 @@ def _minimise(unit: Unit, cache: CallCache, resolved: Any, world: World, violati
 
 
 def _minimise_with(
-    unit: Unit, cache: CallCache, resolved: Any, world: World, violation: _Violation, sessions: list[Executor]
+    unit: Unit, cache: CallCache, resolved: Any, world: World, violation: _Violation, executors: list[Executor]
 ) -> _Minimised:
     perturbation, relation = violation.perturbation, violation.relation
     timeout = unit.settings.timeout
 
-    def session_for(corpus: Corpus, shared: CallCache | None = cache) -> Executor:
-        session = Executor(unit.retriever, corpus, cache=shared or CallCache(), timeout=timeout, resolved=resolved)
-        sessions.append(session)
-        return session
+    def executor_for(corpus: Corpus, shared: CallCache | None = cache) -> Executor:
+        executor = Executor(unit.retriever, corpus, cache=shared or CallCache(), timeout=timeout, resolved=resolved)
+        executors.append(executor)
+        return executor
 
     def spent(**fields: Any) -> _Minimised:
-        return _Minimised(asked=sum(s.asked for s in sessions), calls=sum(s.calls for s in sessions), **fields)
+        return _Minimised(asked=sum(s.asked for s in executors), calls=sum(s.calls for s in executors), **fields)
 
     steps: tuple[tuple[int, Step], ...] = ()
     reason: str | None = None
 
     def reproduce(candidate: World) -> Probe | None:
         if not steps:
-            return _still_fails(session_for, candidate, perturbation, relation, violation.probe)
+            return _still_fails(executor_for, candidate, perturbation, relation, violation.probe)
         try:
             probe = run_after(
-                unit.retriever, perturbation.plan(candidate), steps, violation.sources, timeout=timeout, resolved=resolved, made=sessions
+                unit.retriever, perturbation.plan(candidate), steps, violation.sources, timeout=timeout, resolved=resolved, made=executors
             )
         except RagmorphError:
             return None
         return _judged(probe, relation, violation.probe)
 
     # A fresh index that has seen nothing else: does the world alone show the violation?
-    if _still_fails(lambda c: session_for(c, None), world, perturbation, relation, violation.probe) is None:
+    if _still_fails(lambda c: executor_for(c, None), world, perturbation, relation, violation.probe) is None:
         history_budget = {"left": _HISTORY_BUDGET}
 
         def try_steps(chosen: tuple[tuple[int, Step], ...]) -> bool:
@@ -432,11 +432,11 @@ def _violation_record(
     )
 
 
-def _base_metrics(session: Executor, unit: Unit, world: World) -> dict[str, float | None] | None:
+def _base_metrics(executor: Executor, unit: Unit, world: World) -> dict[str, float | None] | None:
     from ..metrics import evaluate, standard_metrics
 
     try:
-        ranking = session.observe_base(world)
+        ranking = executor.observe_base(world)
     except RagmorphError:
         return None
     # Keep the QueryScores object (not a plain dict): its numerators/denominators feed the micro averages and counts.
@@ -477,45 +477,44 @@ def execute(unit: Unit, cache: CallCache | None = None) -> tuple[Result, ...]:
 def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, rows: Any) -> tuple[Result, ...]:
     family = FAMILIES[unit.strategy]
     relations = family.relations
-    session = executor
     world = start_world(unit.corpus, unit.case, unit.settings.ks)
-    base_metrics = _base_metrics(session, unit, world)
+    base_metrics = _base_metrics(executor, unit, world)
     reason = family.applicable(world)
     if reason is None and family.edits_corpus:
-        reason = session.corpus_edit_reason()
+        reason = executor.corpus_edit_reason()
     if reason is not None:
-        return rows("not_applicable", reason, calls=session.calls, metrics=base_metrics)
+        return rows("not_applicable", reason, calls=executor.calls, metrics=base_metrics)
     # Every family judges the retriever contract on the responses it sees; outside the contract family the
     # relation is only reported when it fails (the contract family's own row carries its pass).
     judged = relations if VALID_RESPONSE in relations else (*relations, VALID_RESPONSE)
     tallies = {r.name: _Tally() for r in judged}
-    missing = {r.name: sorted(set(r.requires) - session.traits) for r in judged}
-    not_judged = session.capabilities.filtering_not_judged
+    missing = {r.name: sorted(set(r.requires) - executor.traits) for r in judged}
+    not_judged = executor.capabilities.filtering_not_judged
     excused = {r.name for r in judged if r.judges_filtering and not_judged is not None}
     active = [r for r in judged if not missing[r.name] and r.name not in excused]
-    strategy = family.draw(world, ks=unit.settings.ks, delta=session.supports_delta, filters=session.capabilities.supports_filters)
+    strategy = family.draw(world, ks=unit.settings.ks, delta=executor.supports_delta, filters=executor.capabilities.supports_filters)
     targets = {r.name for r in active if r.severity is Severity.HARD}
     seen: set[str] = set()
     state: dict[str, Any] = {"error": None}
     found: dict[str, RetrieverViolation] = {}
     while targets and state["error"] is None:
-        violation = _search(session, world, strategy, active, targets, tallies, seen, unit, state)
+        violation = _search(executor, world, strategy, active, targets, tallies, seen, unit, state)
         if violation is None or state["error"] is not None:
             break
         name = violation.relation.name
         targets.discard(name)
-        calls_first = tallies[name].calls_to_first_failure or session.asked
-        if session.has_factory:
+        calls_first = tallies[name].calls_to_first_failure or executor.asked
+        if executor.has_factory:
             minimised = _minimise(unit, cache, resolved, world, violation)
         else:
             why = "black-box retriever: without a factory the runner cannot build an index over a smaller corpus"
             minimised = _Minimised(world, violation.probe, None, why, 0, 0)
-        shrinking = session.asked - calls_first + minimised.asked
+        shrinking = executor.asked - calls_first + minimised.asked
         found[name] = _violation_record(unit, violation, minimised, calls_first, shrinking)
-        session.calls += minimised.calls
+        executor.calls += minimised.calls
     if not targets and not found and state["error"] is None:
         # Only soft relations: one search to measure their rates.
-        _search(session, world, strategy, active, set(), tallies, seen, unit, state)
+        _search(executor, world, strategy, active, set(), tallies, seen, unit, state)
     results = []
     reported = relations if VALID_RESPONSE.name not in found else judged
     for relation in reported:
@@ -527,7 +526,7 @@ def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, ro
             relation=relation.name,
             severity=relation.severity.value,
             examples=len(seen),
-            retriever_calls=session.calls,
+            retriever_calls=executor.calls,
             base_metrics=base_metrics,
         )
         rate = (tally.held, tally.tested) if tally.tested else None
