@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 __all__ = [
     "AdapterError",
     "ContractRule",
+    "CorpusChanged",
     "ExitCode",
     "InputError",
     "InvalidResponse",
@@ -103,6 +105,10 @@ class InputError(RagmorphError):
         )
 
 
+class CorpusChanged(RagmorphError):
+    """A Corpus no longer matches its own index: something edited it in place (e.g. with object.__setattr__)."""
+
+
 class AdapterError(RagmorphError):
     """A retriever misbehaved; carries the query and an excerpt of what it returned or raised."""
 
@@ -159,11 +165,30 @@ class RetrieverTimeout(AdapterError):
 def retriever_errors(what: str, *, query: str | None = None) -> Iterator[None]:
     """Report any exception raised inside, other than ragmorph's own, as RetrieverFailed naming `what`.
 
-    A retriever's (or its factory's) exception is a verdict of its own, never an empty ranking or a pass.
+    A retriever's (or its factory's) exception is a verdict of its own, never an empty ranking or a pass. That
+    includes BaseExceptions such as SystemExit raised by user code: a `sys.exit(0)` inside a retriever must not
+    end the run with exit 0. Only KeyboardInterrupt (the user stopping the run) and asyncio cancellation (the
+    event loop's own control flow) pass through.
     """
     try:
         yield
     except RagmorphError:
         raise
-    except Exception as error:
-        raise RetrieverFailed(f"{what} raised {type(error).__name__}: {error}", query=query) from error
+    except BaseException as error:
+        if _passes_through(error):
+            raise
+        raise RetrieverFailed(f"{what} raised {_what_was_raised(error)}", query=query) from error
+
+
+def _passes_through(error: BaseException) -> bool:
+    if isinstance(error, KeyboardInterrupt):
+        return True
+    # Looked up, not imported: without asyncio loaded nothing can be an asyncio cancellation (keeps CLI start fast).
+    asyncio = sys.modules.get("asyncio")
+    return asyncio is not None and isinstance(error, asyncio.CancelledError)
+
+
+def _what_was_raised(error: BaseException) -> str:
+    if isinstance(error, SystemExit):
+        return f"SystemExit (sys.exit({error.code!r})); a retriever must return hits, not end the process"
+    return f"{type(error).__name__}: {error}"

@@ -440,7 +440,7 @@ def _base_metrics(executor: Executor, unit: Unit, world: World) -> dict[str, flo
     except RagmorphError:
         return None
     # Keep the QueryScores object (not a plain dict): its numerators/denominators feed the micro averages and counts.
-    return evaluate(ranking, unit.case, standard_metrics(unit.settings.ks), corpus=unit.corpus)
+    return evaluate(ranking, unit.case, standard_metrics(unit.settings.ks, claims=bool(unit.case.claims)), corpus=unit.corpus)
 
 
 def execute(unit: Unit, cache: CallCache | None = None) -> tuple[Result, ...]:
