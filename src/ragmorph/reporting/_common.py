@@ -12,11 +12,13 @@ from typing import Any
 import attrs
 
 from ..errors import ExitCode
+from ..triage import plural
 
 __all__ = [
     "EXIT_MEANING",
     "Cell",
     "DiffRow",
+    "cell_label",
     "Marks",
     "cells",
     "describe_filters",
@@ -110,6 +112,21 @@ class Cell:
         return self.soft and self.held < self.tested
 
 
+def cell_label(cell: Cell | None) -> str:
+    """A cell in words, every status counted: `FAIL 1, pass 10, n/a 1`; a soft cell's held rate first."""
+    if cell is None:
+        return "-"
+    parts = []
+    if cell.soft and cell.tested and cell.status == "pass":
+        parts.append(f"{cell.rate:.0%} held ({cell.held}/{cell.tested})")
+    else:
+        parts += [f"{word} {cell.counts[status]}" for status, word in (("fail", "FAIL"), ("error", "ERROR"), ("pass", "pass"))
+                  if cell.counts.get(status)]
+    if cell.counts.get("not_applicable"):
+        parts.append(f"n/a {cell.counts['not_applicable']}")
+    return ", ".join(parts) or "-"
+
+
 def cells(report: Mapping[str, Any]) -> dict[tuple[str, str, str], Cell]:
     """(retriever, strategy, relation) -> Cell over every case."""
     grouped: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
@@ -128,11 +145,6 @@ def cells(report: Mapping[str, Any]) -> dict[tuple[str, str, str], Cell]:
             reasons=tuple(dict.fromkeys(r["reason"] for r in results if r.get("reason"))),
         )
     return table
-
-
-def plural(number: Any, noun: str, many: str | None = None) -> str:
-    """`1 chunk`, `2 chunks`, `0 chunks` (`many` for irregular plurals)."""
-    return f"{number} {noun if number == 1 else (many or noun + 's')}"
 
 
 def metric_sort_key(name: str) -> tuple[str, int, str]:
@@ -208,6 +220,8 @@ class Marks:
     injected: frozenset[str]
     removed: frozenset[str]
 
+    culprits: frozenset[str] = frozenset()
+
     def of(self, chunk_id: str | None) -> str:
         """The mark letters of `chunk_id`: G gold, + injected, - removed (empty for none)."""
         if chunk_id is None:
@@ -215,6 +229,10 @@ class Marks:
         return "".join(
             symbol for symbol, ids in (("G", self.gold), ("+", self.injected), ("-", self.removed)) if chunk_id in ids
         )
+
+    def breaks(self, hit: Mapping[str, Any] | None) -> bool:
+        """Whether this follow-up hit is one the relation names as breaking it."""
+        return hit is not None and hit.get("id") in self.culprits
 
 
 def _chunk_ids(value: Any) -> Iterable[str]:
@@ -245,7 +263,8 @@ def violation_marks(violation: Mapping[str, Any]) -> Marks:
             value = fields.get(name)
             if isinstance(value, (list, tuple)):
                 removed.update(v for v in value if isinstance(v, str))
-    return Marks(frozenset(gold), frozenset(injected), frozenset(removed))
+    culprits = frozenset(str(c) for c in violation.get("culprits") or ())
+    return Marks(frozenset(gold), frozenset(injected), frozenset(removed), culprits)
 
 
 @attrs.frozen

@@ -80,6 +80,8 @@ class Result:
     reason: str | None = None
     rate: tuple[int, int] | None = None
     violation: RetrieverViolation | None = attrs.field(default=None, eq=False)
+    # A soft relation's first broken perturbation (repr and detail), shown next to its rate.
+    example: dict[str, str] | None = attrs.field(default=None, eq=False)
     base_metrics: dict[str, float | None] | None = attrs.field(default=None, eq=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -94,7 +96,9 @@ class Result:
             "examples": self.examples,
             "retriever_calls": self.retriever_calls,
             "reason": self.reason,
-            "rate": None if self.rate is None else {"held": self.rate[0], "tested": self.rate[1]},
+            "rate": None if self.rate is None else {
+                "held": self.rate[0], "tested": self.rate[1], **({"example": self.example} if self.example else {})
+            },
             "violation": None if self.violation is None else self.violation.to_dict(),
         }
 
@@ -135,6 +139,7 @@ class _Tally:
     last_reason: str | None = None
     first_failure: _Violation | None = None
     calls_to_first_failure: int = 0
+    example: dict[str, str] | None = None
 
 
 def _judge(relations: Sequence[Relation], perturbation: Any, probe: Probe, delegate: Corpus | None) -> list[tuple[Relation, Verdict]]:
@@ -199,6 +204,8 @@ def _search(
                 if verdict.applicable:
                     tally.tested += 1
                     tally.held += bool(verdict.holds)
+                    if not verdict.holds and tally.example is None:
+                        tally.example = {"perturbation": key, "detail": verdict.detail}
                 else:
                     tally.last_reason = verdict.detail
         for relation, verdict in verdicts:
@@ -428,6 +435,7 @@ def _violation_record(
         removed=tuple(sorted(removed)),
         one_minimal=minimised.one_minimal,
         minimal_reason=minimised.reason,
+        culprits=tuple(verdict.culprits),
         replay=replay,
     )
 
@@ -546,5 +554,6 @@ def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, ro
             why = tally.last_reason or "no drawn perturbation could test this relation"
             results.append(Result(status="not_applicable", reason=why, **common))
         else:
-            results.append(Result(status="pass", reason=None, rate=rate, **common))
+            example = tally.example if relation.severity is Severity.SOFT else None
+            results.append(Result(status="pass", reason=None, rate=rate, example=example, **common))
     return tuple(results)

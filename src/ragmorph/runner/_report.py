@@ -13,7 +13,7 @@ from ..model import Case, Corpus
 from ._engine import Result, Settings
 from ._spec import RetrieverSpec
 
-__all__ = ["REPORT_SCHEMA", "CheckReport"]
+__all__ = ["REPORT_SCHEMA", "CheckReport", "ViolationsFound"]
 
 REPORT_SCHEMA = "ragmorph.report/1"
 
@@ -27,6 +27,10 @@ def _cases_fingerprint(cases: Sequence[Case]) -> str:
         digest.update(json.dumps(case.to_dict(), sort_keys=True, ensure_ascii=True).encode())
         digest.update(b"\n")
     return digest.hexdigest()
+
+
+class ViolationsFound(AssertionError):
+    """`CheckReport.assert_ok()` failed: the message is the triaged summary (groups, worst first, replays)."""
 
 
 @attrs.frozen
@@ -105,6 +109,13 @@ class CheckReport:
         if any(r.status == "error" for r in self.results):
             return int(ExitCode.ERRORS)
         return int(ExitCode.OK)
+
+    def assert_ok(self) -> None:
+        """Raise ViolationsFound with the triaged summary unless every hard relation holds and no error occurred."""
+        if self.exit_code != int(ExitCode.OK):
+            from ..triage import summary_text
+
+            raise ViolationsFound(summary_text(self.to_dict()))
 
     @property
     def violations(self) -> tuple[Result, ...]:
