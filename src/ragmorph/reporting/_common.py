@@ -36,6 +36,9 @@ __all__ = [
     "snippet",
     "strategy_names",
     "violation_marks",
+    "slice_label",
+    "slice_metrics",
+    "worst_slices",
 ]
 
 _STATUSES = ("pass", "fail", "error", "not_applicable")
@@ -327,3 +330,45 @@ def replay_command(violation: Mapping[str, Any]) -> str | None:
         return None
     quoted = path if re.fullmatch(r"[\w./@:+=-]+", path) else "'" + path.replace("'", "'\\''") + "'"
     return f"ragmorph replay {quoted}"
+
+
+# Measures a slice row shows, at the largest k: evidence coverage first, then ranking quality and claims.
+_SLICE_MEASURES = ("GroupR", "R", "nDCG", "ClaimR(judge=tokens)")
+
+
+def slice_metrics(report: Mapping[str, Any]) -> list[str]:
+    """The metric names slice tables show: GroupR, R, nDCG and ClaimR at the run's largest k, where measured."""
+    ks = report.get("manifest", {}).get("settings", {}).get("ks") or []
+    if not ks:
+        return []
+    present = {name for rows in (report.get("slices") or {}).values() for row in rows for name in row.get("metrics", {})}
+    return [name for name in (f"{measure}@{max(ks)}" for measure in _SLICE_MEASURES) if name in present]
+
+
+def slice_label(row: Mapping[str, Any]) -> str:
+    """`tag hr` or `tenant acme`."""
+    return f"{row.get('kind')} {row.get('name')}"
+
+
+def worst_slices(report: Mapping[str, Any], retriever: str) -> list[Mapping[str, Any]]:
+    """The retriever's slice rows, worst first: more cases with hard failures, then lower evidence coverage (the
+    first of `slice_metrics`), then a lower soft rate, then larger slices; undefined values sort last."""
+    headline = (slice_metrics(report) or [None])[0]
+
+    def key(row: Mapping[str, Any]) -> tuple[Any, ...]:
+        cases = max(int(row.get("cases") or 0), 1)
+        failing = len(row.get("failing_cases") or ()) / cases
+        value = (row.get("metrics", {}).get(headline) or {}).get("macro") if headline else None
+        rate = (row.get("soft") or {}).get("rate")
+        return (
+            -failing,
+            value is None,
+            value if value is not None else 0.0,
+            rate is None,
+            rate if rate is not None else 0.0,
+            -cases,
+            str(row.get("kind")),
+            str(row.get("name")),
+        )
+
+    return sorted((report.get("slices") or {}).get(retriever, ()), key=key)

@@ -26,8 +26,11 @@ from ._common import (
     relation_rows,
     replay_command,
     retriever_names,
+    slice_label,
+    slice_metrics,
     snippet,
     violation_marks,
+    worst_slices,
 )
 from ..triage import Group, plural, soft_breaks, triage
 from ._svg import legend, line_chart
@@ -82,6 +85,8 @@ tr .mark { display: inline-block; min-width: 1.4em; font-weight: 700; }
 td.is-gold { background: #f0fff4; } td.is-injected { background: #fffbea; } td.is-removed { background: #fff0f0; }
 .text { color: var(--muted); display: block; }
 .changed td { font-weight: 600; }
+table.slices { margin: 6px 0 16px; } table.slices tr.fail td:first-child { border-left: 4px solid var(--fail); }
+table.slices tr.fail td { background: var(--fail-bg); }
 .muted { color: var(--muted); }
 section.group { border-top: 1px solid var(--line); padding-top: 8px; margin-top: 16px; }
 section.group h3 { display: block; margin: 4px 0; }
@@ -172,6 +177,47 @@ def _matrix(report: Mapping[str, Any]) -> str:
         "applicable); soft relations as the share of perturbations where they held. A failing cell links to its "
         "violation group; hover a cell for failing cases and reasons.</p>"
         f'<table class="matrix"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table></section>'
+    )
+
+
+def _slices(report: Mapping[str, Any]) -> str:
+    names = slice_metrics(report)
+    tables = []
+    for retriever in retriever_names(report):
+        rows = worst_slices(report, retriever)
+        if not rows:
+            continue
+        head = (
+            "<tr><th>slice</th><th>cases</th><th>cases with hard failures</th><th>pass</th><th>fail</th><th>error</th>"
+            "<th>n/a</th><th>soft rate</th>" + "".join(f"<th>{_e(n)}</th>" for n in names) + "</tr>"
+        )
+        body = []
+        for row in rows:
+            status, soft = row.get("status", {}), row.get("soft", {})
+            failing = row.get("failing_cases") or []
+            rate = "-" if soft.get("rate") is None else f"{soft['rate']:.0%} ({soft['held']}/{soft['tested']})"
+            values = "".join(
+                f'<td class="mono">{_e(format_value((row.get("metrics", {}).get(n) or {}).get("macro")))} '
+                f'<span class="muted">({_e((row.get("metrics", {}).get(n) or {}).get("queries", 0))})</span></td>'
+                for n in names
+            )
+            css = ' class="fail"' if failing else ""
+            title = f' title="{_e(", ".join(failing))}"' if failing else ""
+            body.append(
+                f"<tr{css}><td>{_e(slice_label(row))}</td><td>{_e(row.get('cases', 0))}</td><td{title}>{len(failing)}</td>"
+                + "".join(f"<td>{_e(status.get(s, 0))}</td>" for s in ("pass", "fail", "error", "not_applicable"))
+                + f"<td>{_e(rate)}</td>{values}</tr>"
+            )
+        tables.append(
+            f"<h3>{_e(retriever)}</h3>\n<table class=\"metrics slices\"><thead>{head}</thead><tbody>{''.join(body)}</tbody></table>"
+        )
+    if not tables:
+        return ""
+    return (
+        '<section id="slices"><h2>Slices, worst first</h2>'
+        '<p class="muted">Every aggregate per case tag and per tenant (a case counts in each of its tags), sorted by '
+        "the share of cases with a hard failure, then evidence coverage, then the soft rate. Metric values are macro "
+        "averages over the slice's queries (count in brackets).</p>" + "".join(tables) + "</section>"
     )
 
 
@@ -368,7 +414,8 @@ def _retrievers(report: Mapping[str, Any]) -> str:
 def render_html(report: Mapping[str, Any]) -> str:
     """The report as one self-contained HTML document (inline CSS and SVG; no script, fonts or network)."""
     sections: Sequence[str] = (
-        _header(report), _matrix(report), _violations(report), _soft(report), _plots(report), _retrievers(report)
+        _header(report), _matrix(report), _slices(report), _violations(report), _soft(report), _plots(report),
+        _retrievers(report),
     )
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

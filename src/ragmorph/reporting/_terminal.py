@@ -22,12 +22,15 @@ from ._common import (
     relation_rows,
     replay_command,
     retriever_names,
+    slice_label,
+    slice_metrics,
     snippet,
     violation_marks,
+    worst_slices,
 )
 from ..triage import plural, soft_breaks, triage
 
-__all__ = ["ProgressBar", "render_report", "render_summary", "render_triage", "render_violation"]
+__all__ = ["ProgressBar", "render_report", "render_slices", "render_summary", "render_triage", "render_violation"]
 
 _ANSI = {"pass": "32", "fail": "1;31", "error": "33", "not_applicable": "2", "absent": "2", "bold": "1", "dim": "2"}
 
@@ -206,6 +209,44 @@ def _metric_lines(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[s
     return lines
 
 
+_SLICES_SHOWN = 8
+
+
+def render_slices(report: Mapping[str, Any], *, limit: int | None = _SLICES_SHOWN) -> str:
+    """Per retriever, the slices (case tags, tenants) worst first: cases, hard failures, statuses, soft rate and
+    the headline metrics (macro, with the number of queries); empty when the report has no slices."""
+    names = slice_metrics(report)
+    blocks = []
+    for retriever in retriever_names(report):
+        rows = worst_slices(report, retriever)
+        if not rows:
+            continue
+        shown = rows if limit is None else rows[:limit]
+        header = ["slice", "cases", "hard fails", "pass/fail/err/n-a", "soft rate", *names]
+        table = []
+        for row in shown:
+            status, soft = row.get("status", {}), row.get("soft", {})
+            values = [row.get("metrics", {}).get(name) or {} for name in names]
+            table.append(
+                [
+                    _clean(snippet(slice_label(row), 32)),
+                    str(row.get("cases", 0)),
+                    str(len(row.get("failing_cases") or ())),
+                    "/".join(str(status.get(s, 0)) for s in ("pass", "fail", "error", "not_applicable")),
+                    "-" if soft.get("rate") is None else f"{soft['rate']:.0%} ({soft['held']}/{soft['tested']})",
+                    *(f"{format_value(v.get('macro'))} ({v.get('queries', 0)})" for v in values),
+                ]
+            )
+        widths = [max(len(h), *(len(r[i]) for r in table)) for i, h in enumerate(header)]
+        lines = [f"slices of {_clean(retriever)}, worst first (hard fails = cases with a hard failure):"]
+        lines.append("  " + "  ".join(f"{h:<{w}}" for h, w in zip(header, widths)).rstrip())
+        lines += ["  " + "  ".join(f"{c:<{w}}" for c, w in zip(r, widths)).rstrip() for r in table]
+        if len(rows) > len(shown):
+            lines.append(f"  ... and {len(rows) - len(shown)} more slices (all are in the JSON and HTML reports)")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
 def render_triage(report: Mapping[str, Any], *, color: bool = False) -> str:
     """The violation groups, worst first, one line each, then the soft breaks with one example perturbation."""
     groups = triage(report)
@@ -231,6 +272,9 @@ def render_triage(report: Mapping[str, Any], *, color: bool = False) -> str:
 def render_report(report: Mapping[str, Any], *, color: bool = False, max_violations: int | None = None) -> str:
     """The summary table, the triage, then each violation group's representative (all, or the first N groups)."""
     parts = [render_summary(report, color=color)]
+    slices = render_slices(report)
+    if slices:
+        parts.append(slices)
     triaged = render_triage(report, color=color)
     if triaged:
         parts.append(triaged)

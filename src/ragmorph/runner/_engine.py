@@ -83,6 +83,8 @@ class Result:
     # A soft relation's first broken perturbation (repr and detail), shown next to its rate.
     example: dict[str, str] | None = attrs.field(default=None, eq=False)
     base_metrics: dict[str, float | None] | None = attrs.field(default=None, eq=False, repr=False)
+    # The base-world ranking at the largest k, (id, score) per hit: what a later comparison pairs with.
+    base_ranking: tuple[tuple[str, float | None], ...] | None = attrs.field(default=None, eq=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON row of this result."""
@@ -440,15 +442,16 @@ def _violation_record(
     )
 
 
-def _base_metrics(executor: Executor, unit: Unit, world: World) -> dict[str, float | None] | None:
+def _base_metrics(executor: Executor, unit: Unit, world: World) -> tuple[Any, tuple[tuple[str, float | None], ...] | None]:
     from ..metrics import evaluate, standard_metrics
 
     try:
         ranking = executor.observe_base(world)
     except RagmorphError:
-        return None
+        return None, None
     # Keep the QueryScores object (not a plain dict): its numerators/denominators feed the micro averages and counts.
-    return evaluate(ranking, unit.case, standard_metrics(unit.settings.ks, claims=bool(unit.case.claims)), corpus=unit.corpus)
+    metrics = evaluate(ranking, unit.case, standard_metrics(unit.settings.ks, claims=bool(unit.case.claims)), corpus=unit.corpus)
+    return metrics, tuple((hit.id, hit.score) for hit in ranking.hits)
 
 
 def execute(unit: Unit, cache: CallCache | None = None) -> tuple[Result, ...]:
@@ -457,9 +460,14 @@ def execute(unit: Unit, cache: CallCache | None = None) -> tuple[Result, ...]:
     family = FAMILIES[unit.strategy]
     relations = family.relations
 
-    def rows(status: str, reason: str | None, examples: int = 0, calls: int = 0, metrics: Any = None) -> tuple[Result, ...]:
+    def rows(
+        status: str, reason: str | None, examples: int = 0, calls: int = 0, metrics: Any = None, ranking: Any = None
+    ) -> tuple[Result, ...]:
         return tuple(
-            Result(unit.retriever.name, unit.case.id, unit.strategy, r.name, r.severity.value, status, examples, calls, reason, base_metrics=metrics)
+            Result(
+                unit.retriever.name, unit.case.id, unit.strategy, r.name, r.severity.value, status, examples, calls,
+                reason, base_metrics=metrics, base_ranking=ranking,
+            )
             for r in relations
         )
 
@@ -486,12 +494,12 @@ def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, ro
     family = FAMILIES[unit.strategy]
     relations = family.relations
     world = start_world(unit.corpus, unit.case, unit.settings.ks)
-    base_metrics = _base_metrics(executor, unit, world)
+    base_metrics, base_ranking = _base_metrics(executor, unit, world)
     reason = family.applicable(world)
     if reason is None and family.edits_corpus:
         reason = executor.corpus_edit_reason()
     if reason is not None:
-        return rows("not_applicable", reason, calls=executor.calls, metrics=base_metrics)
+        return rows("not_applicable", reason, calls=executor.calls, metrics=base_metrics, ranking=base_ranking)
     # Every family judges the retriever contract on the responses it sees; outside the contract family the
     # relation is only reported when it fails (the contract family's own row carries its pass).
     judged = relations if VALID_RESPONSE in relations else (*relations, VALID_RESPONSE)
@@ -536,6 +544,7 @@ def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, ro
             examples=len(seen),
             retriever_calls=executor.calls,
             base_metrics=base_metrics,
+            base_ranking=base_ranking,
         )
         rate = (tally.held, tally.tested) if tally.tested else None
         if relation.name in found:

@@ -11,6 +11,7 @@ import attrs
 from ..errors import ExitCode
 from ..model import Case, Corpus
 from ._engine import Result, Settings
+from ._slices import slice_rows
 from ._spec import RetrieverSpec
 
 __all__ = ["REPORT_SCHEMA", "CheckReport", "ViolationsFound"]
@@ -40,6 +41,10 @@ class CheckReport:
     results: tuple[Result, ...]
     manifest: dict[str, Any] = attrs.field(eq=False)
     metrics: dict[str, dict[str, Any]] = attrs.field(eq=False)
+    # retriever -> case id -> {"metrics", "ranking"} of the base world: what `ragmorph compare` pairs.
+    queries: dict[str, dict[str, Any]] = attrs.field(eq=False, factory=dict)
+    # retriever -> slice rows (per tag, per tenant), see runner._slices.
+    slices: dict[str, list[dict[str, Any]]] = attrs.field(eq=False, factory=dict)
 
     @classmethod
     def from_results(
@@ -65,12 +70,20 @@ class CheckReport:
             sorted(results, key=lambda r: (r.retriever, case_order.get(r.case, 0), order.get(r.strategy, 0), r.relation))
         )
         metrics: dict[str, dict[str, Any]] = {}
+        scores: dict[str, dict[str, Any]] = {}
+        queries: dict[str, dict[str, Any]] = {}
         for spec in retrievers:
-            per_query: dict[str, dict[str, float | None]] = {}
+            per_query: dict[str, Any] = {}
+            observed: dict[str, Any] = {}
             for row in rows:
                 if row.retriever == spec.name and row.base_metrics is not None and row.case not in per_query:
                     per_query[row.case] = row.base_metrics
+                    observed[row.case] = {
+                        "metrics": dict(row.base_metrics),
+                        "ranking": [list(hit) for hit in row.base_ranking or ()],
+                    }
             metrics[spec.name] = aggregate(per_query).to_dict()["metrics"] if per_query else {}
+            scores[spec.name], queries[spec.name] = per_query, observed
         descriptions = descriptions or {}
         manifest = {
             "ragmorph_version": __version__,
@@ -89,7 +102,8 @@ class CheckReport:
             "seed": seed,
             "settings": settings.to_dict(),
         }
-        return cls(results=rows, manifest=manifest, metrics=metrics)
+        slices = slice_rows(rows, cases, scores)
+        return cls(results=rows, manifest=manifest, metrics=metrics, queries=queries, slices=slices)
 
     @property
     def summary(self) -> dict[str, int]:
@@ -129,5 +143,7 @@ class CheckReport:
             "manifest": self.manifest,
             "results": [r.to_dict() for r in self.results],
             "metrics": self.metrics,
+            "queries": self.queries,
+            "slices": self.slices,
             "summary": self.summary,
         }
