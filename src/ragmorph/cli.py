@@ -465,6 +465,7 @@ def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             jobs=args.jobs,
             executor=args.executor,
             address=args.address,
+            concurrency=args.concurrency,
         )
     finally:
         bar.close()
@@ -797,6 +798,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="where units run: serial, processes or ray (default: serial, or processes with --jobs N > 1)",
     )
     run.add_argument("--address", metavar="HOST:PORT", help="with --executor ray: an existing Ray cluster (default: start a local one)")
+    run.add_argument(
+        "--concurrency", type=_positive_int, metavar="N",
+        help="units in flight at once per process, in threads: for retrievers that wait on a service (default 1)",
+    )
     run.add_argument("--replay-dir", metavar="DIR", help="replay files go here (default: replays/ next to the report)")
     from .reporting import WRITERS
 
