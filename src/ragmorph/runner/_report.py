@@ -63,10 +63,13 @@ class CheckReport:
         metrics: dict[str, dict[str, Any]] = {}
         for spec in retrievers:
             per_query: dict[str, dict[str, float | None]] = {}
+            errored: list[str] = []
             for row in rows:
                 if row.retriever == spec.name and row.base_metrics is not None and row.case not in per_query:
                     per_query[row.case] = row.base_metrics
-            metrics[spec.name] = aggregate(per_query).to_dict()["metrics"] if per_query else {}
+                elif row.retriever == spec.name and row.status == "error":
+                    errored.append(row.case)  # cases scored by another unit drop out in aggregate()
+            metrics[spec.name] = aggregate(per_query, errored=errored).to_dict()["metrics"] if per_query else {}
         descriptions = descriptions or {}
         manifest = {
             "ragmorph_version": __version__,
