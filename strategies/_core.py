@@ -209,7 +209,7 @@ def check_never(
     """Verdict that none of `ids` appears in the follow-up ranking."""
     for rank, hit in enumerate(follow.ranking.hits, start=1):
         if hit.id in ids:
-            return Verdict.broken(f"{what} {hit.id!r} returned at rank {rank}")
+            return Verdict.broken(f"{what} {hit.id!r} returned at rank {rank}", culprits=(hit.id,))
     return Verdict.ok(f"no {what} returned")
 
 

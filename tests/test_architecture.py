@@ -29,6 +29,8 @@ LAYERS: dict[str, int] = {
     "strategies": 3,
     "runner": 4,
     "evaluator": 4,
+    "compare": 4,
+    "triage": 4,
     "reporting": 5,
     "cli": 6,
     "config": 6,

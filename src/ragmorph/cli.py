@@ -339,17 +339,11 @@ def _require_some(items: Sized, path: Path | None, what: str) -> None:
 def print_outcome(
     report: Mapping[str, Any], out: TextIO, *, limit: int = 3
 ) -> None:
-    """The summary table and the first `limit` minimal failing cases (with how to replay them)."""
-    from .reporting import render_summary, render_violation
+    """The summary table, the triaged violation groups and the first `limit` groups' minimal cases (with replay)."""
+    from .reporting import render_report
     from .secrets import redact_data
 
-    report = redact_data(report)
-    out.write(render_summary(report) + "\n")
-    failures = [r for r in report.get("results", []) if r.get("status") == "fail" and r.get("violation")]
-    for result in failures[:limit]:
-        out.write("\n" + render_violation(result["violation"], retriever=result["retriever"]) + "\n")
-    if len(failures) > limit:
-        out.write(f"\n... {len(failures) - limit} more violations in the report files\n")
+    out.write(render_report(redact_data(report), max_violations=limit) + "\n")
 
 
 def _write_reports(
@@ -469,6 +463,9 @@ def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             progress=bar,
             traits=config.traits(),
             fail_fast=config.effective_fail_fast,
+            jobs=args.jobs,
+            executor=args.executor,
+            address=args.address,
         )
     finally:
         bar.close()
@@ -792,6 +789,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--derandomize", action="store_true", help="Hypothesis derandomize mode (for CI)")
     run.add_argument("--fail-fast", action="store_true", help="stop after the first unit with a hard violation")
     run.add_argument("--timeout", type=_timeout_seconds, help="per-call retriever time limit in seconds")
+    run.add_argument(
+        "--jobs", type=_positive_int, metavar="N",
+        help="run units in N local processes (with --executor ray: N Ray workers); the report is the serial run's",
+    )
+    run.add_argument(
+        "--executor", metavar="NAME",
+        help="where units run: serial, processes or ray (default: serial, or processes with --jobs N > 1)",
+    )
+    run.add_argument("--address", metavar="HOST:PORT", help="with --executor ray: an existing Ray cluster (default: start a local one)")
     run.add_argument("--replay-dir", metavar="DIR", help="replay files go here (default: replays/ next to the report)")
     from .reporting import WRITERS
 

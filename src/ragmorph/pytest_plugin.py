@@ -347,16 +347,15 @@ class RelationItem(pytest.Item):
 
 def _failure_text(failures: Sequence[Mapping[str, Any]]) -> str:
     from .reporting import plural, render_violation
+    from .triage import triage
 
     parts = [f"hard relation violated on {plural(len(failures), 'case')}: {', '.join(str(r['case']) for r in failures)}"]
-    for result in failures[:2]:
-        violation = result.get("violation")
-        if violation:
-            parts.append(render_violation(violation))
-            if violation.get("replay") and "ragmorph replay" not in parts[-1]:
-                parts.append(f"replay: ragmorph replay {violation['replay']}")
-        else:
-            parts.append(str(result.get("reason")))
+    # One retriever x relation is one triage group: show its smallest minimal case.
+    for group in triage({"results": [r for r in failures if r.get("violation")]})[:1]:
+        parts[0] += f"; the smallest minimal case ({group.representative['case']}) follows"
+        parts.append(render_violation(group.representative["violation"]))
+    if len(parts) == 1:
+        parts.append(str(failures[0].get("reason")))
     return "\n\n".join(parts)
 
 

@@ -87,6 +87,8 @@ def test_pyproject_tool_table_is_found_from_a_subfolder(world: Path, capsys: pyt
         ('profile = "quick"\n', "profile", "expected one of default, smoke"),
         ('[outputs]\nhtml = 3\n', "outputs.html", "expected a non-empty string"),
         ('corpus = [\n', None, "expected valid TOML"),
+        ('[retrievers]\nmine = { spec = "a:b", options = { api_key = "sk-1" } }\n', "retrievers.mine.options.api_key",
+         "expected no secrets in options"),
     ],
 )
 def test_a_bad_config_exits_2_naming_the_file_and_the_key(

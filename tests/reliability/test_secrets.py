@@ -93,10 +93,10 @@ _ADAPTER = '''
 from ragmorph.adapters.http import HTTPRetriever
 
 
-def factory(corpus, *, url, headers, body_key, query_key):
+def factory(corpus, *, url, headers, literal, signature_param):
     """An HTTP service over a fixed remote index (the corpus is not used)."""
-    template = {"query": "${query}", "k": "${k}", "filters": "${filters}", "api_key": body_key}
-    return HTTPRetriever(url + "?sig=" + query_key, headers=headers, request_template=template, score_field="score")
+    template = {"query": "${query}", "k": "${k}", "filters": "${filters}", "api_key": literal}
+    return HTTPRetriever(url + "?sig=" + signature_param, headers=headers, request_template=template, score_field="score")
 '''
 
 
@@ -109,8 +109,8 @@ def test_no_configured_secret_reaches_any_output(
         "url": service.url,
         "headers": {"Authorization": SECRETS["authorization"], "X-Authentication": SECRETS["x-authentication"],
                     "X-Short": SECRETS["x-short"]},
-        "body_key": SECRETS["body"],
-        "query_key": urllib.parse.quote(SECRETS["query"], safe=""),
+        "literal": SECRETS["body"],
+        "signature_param": urllib.parse.quote(SECRETS["query"], safe=""),
     }
     config = tmp_path / "ragmorph.toml"
     config.write_text(

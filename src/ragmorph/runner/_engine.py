@@ -79,7 +79,11 @@ class Result:
     reason: str | None = None
     rate: tuple[int, int] | None = None
     violation: RetrieverViolation | None = attrs.field(default=None, eq=False)
+    # A soft relation's first broken perturbation (repr and detail), shown next to its rate.
+    example: dict[str, str] | None = attrs.field(default=None, eq=False)
     base_metrics: dict[str, float | None] | None = attrs.field(default=None, eq=False, repr=False)
+    # The base-world ranking at the largest k, (id, score) per hit: what a later comparison pairs with.
+    base_ranking: tuple[tuple[str, float | None], ...] | None = attrs.field(default=None, eq=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON row of this result."""
@@ -93,7 +97,9 @@ class Result:
             "examples": self.examples,
             "retriever_calls": self.retriever_calls,
             "reason": self.reason,
-            "rate": None if self.rate is None else {"held": self.rate[0], "tested": self.rate[1]},
+            "rate": None if self.rate is None else {
+                "held": self.rate[0], "tested": self.rate[1], **({"example": self.example} if self.example else {})
+            },
             "violation": None if self.violation is None else self.violation.to_dict(),
         }
 
@@ -134,6 +140,7 @@ class _Tally:
     last_reason: str | None = None
     first_failure: _Violation | None = None
     calls_to_first_failure: int = 0
+    example: dict[str, str] | None = None
 
 
 def _judge(relations: Sequence[Relation], perturbation: Any, probe: Probe, delegate: Corpus | None) -> list[tuple[Relation, Verdict]]:
@@ -198,6 +205,8 @@ def _search(
                 if verdict.applicable:
                     tally.tested += 1
                     tally.held += bool(verdict.holds)
+                    if not verdict.holds and tally.example is None:
+                        tally.example = {"perturbation": key, "detail": verdict.detail}
                 else:
                     tally.last_reason = verdict.detail
         for relation, verdict in verdicts:
@@ -462,19 +471,21 @@ def _violation_record(
         removed=tuple(sorted(removed)),
         one_minimal=minimised.one_minimal,
         minimal_reason=minimised.reason,
+        culprits=tuple(verdict.culprits),
         replay=replay,
     )
 
 
-def _base_metrics(session: Executor, unit: Unit, world: World) -> dict[str, float | None] | None:
+def _base_metrics(session: Executor, unit: Unit, world: World) -> tuple[Any, tuple[tuple[str, float | None], ...] | None]:
     from ..metrics import evaluate, standard_metrics
 
     try:
         ranking = session.observe_base(world)
     except RagmorphError:
-        return None
+        return None, None
     # Keep the QueryScores object (not a plain dict): its numerators/denominators feed the micro averages and counts.
-    return evaluate(ranking, unit.case, standard_metrics(unit.settings.ks, claims=bool(unit.case.claims)), corpus=unit.corpus)
+    metrics = evaluate(ranking, unit.case, standard_metrics(unit.settings.ks, claims=bool(unit.case.claims)), corpus=unit.corpus)
+    return metrics, tuple((hit.id, hit.score) for hit in ranking.hits)
 
 
 def execute(unit: Unit, cache: CallCache | None = None) -> tuple[Result, ...]:
@@ -483,9 +494,14 @@ def execute(unit: Unit, cache: CallCache | None = None) -> tuple[Result, ...]:
     family = FAMILIES[unit.strategy]
     relations = family.relations
 
-    def rows(status: str, reason: str | None, examples: int = 0, calls: int = 0, metrics: Any = None) -> tuple[Result, ...]:
+    def rows(
+        status: str, reason: str | None, examples: int = 0, calls: int = 0, metrics: Any = None, ranking: Any = None
+    ) -> tuple[Result, ...]:
         return tuple(
-            Result(unit.retriever.name, unit.case.id, unit.strategy, r.name, r.severity.value, status, examples, calls, reason, base_metrics=metrics)
+            Result(
+                unit.retriever.name, unit.case.id, unit.strategy, r.name, r.severity.value, status, examples, calls,
+                reason, base_metrics=metrics, base_ranking=ranking,
+            )
             for r in relations
         )
 
@@ -513,12 +529,12 @@ def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, ro
     relations = family.relations
     session = executor
     world = start_world(unit.corpus, unit.case, unit.settings.ks)
-    base_metrics = _base_metrics(session, unit, world)
+    base_metrics, base_ranking = _base_metrics(session, unit, world)
     reason = family.applicable(world)
     if reason is None and family.edits_corpus:
         reason = session.corpus_edit_reason()
     if reason is not None:
-        return rows("not_applicable", reason, calls=session.calls, metrics=base_metrics)
+        return rows("not_applicable", reason, calls=session.calls, metrics=base_metrics, ranking=base_ranking)
     # Every family judges the retriever contract on the responses it sees; outside the contract family the
     # relation is only reported when it fails (the contract family's own row carries its pass).
     judged = relations if VALID_RESPONSE in relations else (*relations, VALID_RESPONSE)
@@ -563,6 +579,7 @@ def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, ro
             examples=len(seen),
             retriever_calls=session.calls,
             base_metrics=base_metrics,
+            base_ranking=base_ranking,
         )
         rate = (tally.held, tally.tested) if tally.tested else None
         if relation.name in found:
@@ -581,5 +598,6 @@ def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, ro
             why = tally.last_reason or "no drawn perturbation could test this relation"
             results.append(Result(status="not_applicable", reason=why, **common))
         else:
-            results.append(Result(status="pass", reason=None, rate=rate, **common))
+            example = tally.example if relation.severity is Severity.SOFT else None
+            results.append(Result(status="pass", reason=None, rate=rate, example=example, **common))
     return tuple(results)

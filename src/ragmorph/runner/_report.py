@@ -11,9 +11,10 @@ import attrs
 from ..errors import ExitCode
 from ..model import Case, Corpus
 from ._engine import Result, Settings
+from ._slices import slice_rows
 from ._spec import RetrieverSpec
 
-__all__ = ["REPORT_SCHEMA", "CheckReport"]
+__all__ = ["REPORT_SCHEMA", "CheckReport", "ViolationsFound"]
 
 REPORT_SCHEMA = "ragmorph.report/1"
 
@@ -29,6 +30,10 @@ def _cases_fingerprint(cases: Sequence[Case]) -> str:
     return digest.hexdigest()
 
 
+class ViolationsFound(AssertionError):
+    """`CheckReport.assert_ok()` failed: the message is the triaged summary (groups, worst first, replays)."""
+
+
 @attrs.frozen
 class CheckReport:
     """The outcome of a run: results, base-world metrics per retriever, manifest; `to_dict()` is the JSON report."""
@@ -36,6 +41,10 @@ class CheckReport:
     results: tuple[Result, ...]
     manifest: dict[str, Any] = attrs.field(eq=False)
     metrics: dict[str, dict[str, Any]] = attrs.field(eq=False)
+    # retriever -> case id -> {"metrics", "ranking"} of the base world: what `ragmorph compare` pairs.
+    queries: dict[str, dict[str, Any]] = attrs.field(eq=False, factory=dict)
+    # retriever -> slice rows (per tag, per tenant), see runner._slices.
+    slices: dict[str, list[dict[str, Any]]] = attrs.field(eq=False, factory=dict)
 
     @classmethod
     def from_results(
@@ -61,15 +70,23 @@ class CheckReport:
             sorted(results, key=lambda r: (r.retriever, case_order.get(r.case, 0), order.get(r.strategy, 0), r.relation))
         )
         metrics: dict[str, dict[str, Any]] = {}
+        scores: dict[str, dict[str, Any]] = {}
+        queries: dict[str, dict[str, Any]] = {}
         for spec in retrievers:
-            per_query: dict[str, dict[str, float | None]] = {}
+            per_query: dict[str, Any] = {}
+            observed: dict[str, Any] = {}
             errored: list[str] = []
             for row in rows:
                 if row.retriever == spec.name and row.base_metrics is not None and row.case not in per_query:
                     per_query[row.case] = row.base_metrics
+                    observed[row.case] = {
+                        "metrics": dict(row.base_metrics),
+                        "ranking": [list(hit) for hit in row.base_ranking or ()],
+                    }
                 elif row.retriever == spec.name and row.status == "error":
                     errored.append(row.case)  # cases scored by another unit drop out in aggregate()
             metrics[spec.name] = aggregate(per_query, errored=errored).to_dict()["metrics"] if per_query else {}
+            scores[spec.name], queries[spec.name] = per_query, observed
         descriptions = descriptions or {}
         manifest = {
             "ragmorph_version": __version__,
@@ -88,7 +105,8 @@ class CheckReport:
             "seed": seed,
             "settings": settings.to_dict(),
         }
-        return cls(results=rows, manifest=manifest, metrics=metrics)
+        slices = slice_rows(rows, cases, scores)
+        return cls(results=rows, manifest=manifest, metrics=metrics, queries=queries, slices=slices)
 
     @property
     def summary(self) -> dict[str, int]:
@@ -109,6 +127,13 @@ class CheckReport:
             return int(ExitCode.ERRORS)
         return int(ExitCode.OK)
 
+    def assert_ok(self) -> None:
+        """Raise ViolationsFound with the triaged summary unless every hard relation holds and no error occurred."""
+        if self.exit_code != int(ExitCode.OK):
+            from ..triage import summary_text
+
+            raise ViolationsFound(summary_text(self.to_dict()))
+
     @property
     def violations(self) -> tuple[Result, ...]:
         """The failed results (each with its violation record)."""
@@ -121,5 +146,7 @@ class CheckReport:
             "manifest": self.manifest,
             "results": [r.to_dict() for r in self.results],
             "metrics": self.metrics,
+            "queries": self.queries,
+            "slices": self.slices,
             "summary": self.summary,
         }
