@@ -397,6 +397,9 @@ def run_config(args: argparse.Namespace, cwd: Path | None = None) -> Any:
         "retrievers": retriever_entries(args.retriever) if args.retriever else None,
     }
     overrides = {key: value for key, value in flags.items() if value is not None}
+    if args.profile:
+        # A profile asked for on the command line sets the budget, over the file's own budget keys.
+        overrides = {"ks": None, "max_examples": None, "fail_fast": None, **overrides}
     if any(value is not None for value in world.values()):
         # A world named on the command line replaces the file's world as a whole, not field by field.
         overrides.update(world)
@@ -466,6 +469,7 @@ def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             jobs=args.jobs,
             executor=args.executor,
             address=args.address,
+            concurrency=args.concurrency,
         )
     finally:
         bar.close()
@@ -798,6 +802,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="where units run: serial, processes or ray (default: serial, or processes with --jobs N > 1)",
     )
     run.add_argument("--address", metavar="HOST:PORT", help="with --executor ray: an existing Ray cluster (default: start a local one)")
+    run.add_argument(
+        "--concurrency", type=_positive_int, metavar="N",
+        help="units in flight at once per process, in threads: for retrievers that wait on a service (default 1)",
+    )
     run.add_argument("--replay-dir", metavar="DIR", help="replay files go here (default: replays/ next to the report)")
     from .reporting import WRITERS
 
