@@ -100,12 +100,14 @@ class Family:
     """One strategy family: how it draws perturbations for a world and the relations it checks.
 
     `applicable(world)` returns why the family cannot run on `world`, or None (the default: every world).
+    `perturbation_types` are the perturbation classes `draw` produces (replay files name them).
     """
 
     name: str
     summary: str
     relations: tuple[Relation, ...]
     draw: Callable[..., st.SearchStrategy[Any]] = attrs.field(repr=False)
+    perturbation_types: tuple[type, ...] = ()
     applicable: Callable[[World], str | None] = attrs.field(repr=False, default=_always_applicable)
     edits_corpus: bool = False
 
