@@ -66,7 +66,8 @@ def run_demo(
 ) -> int:
     """Run the demo, print the outcome, write report.json and report.html into `out_dir`; return the exit code."""
     from .io import write_cases, write_corpus
-    from .reporting import WRITERS, ProgressBar, render_summary, render_violation, write_reports
+    from .reporting import WRITERS, ProgressBar, render_report, write_reports
+    from .secrets import redact_data
     from .runner import check
     from .worlds import demo_world
 
@@ -96,20 +97,15 @@ def run_demo(
         bar.close()
     data = report.to_dict()
     results = data["results"]
-    out.write(render_summary(data) + "\n")
+    # The same triaged outcome `ragmorph run` prints: the table, the groups worst first, their minimal cases.
+    out.write(render_report(redact_data(data), max_violations=3) + "\n")
 
     caught = _hard_failures(results, BUGGY_NAME)
     false_alarms = [r for name in CORRECT_NAMES for r in _hard_failures(results, name)]
-    if caught:
-        first = caught[0]
-        out.write(f"\nThe planted bug, caught by {first['relation']} and shrunk to a minimal case:\n")
-        out.write(render_violation(first["violation"], retriever=BUGGY_NAME) + "\n")
     json_path, html_path = out_dir / WRITERS["json"].filename, out_dir / WRITERS["html"].filename
     write_reports(data, {"json": json_path, "html": html_path})
     elapsed = time.perf_counter() - started
     out.write(f"\nreports: {html_path}\n         {json_path}\n")
-    if caught and caught[0]["violation"].get("replay"):
-        out.write(f"replay the minimal case: ragmorph replay {caught[0]['violation']['replay']}\n")
     out.write(
         "try your own retriever on this world: ragmorph run --retriever mypkg.search:factory "
         f"--corpus {world_dir / 'corpus.jsonl'} --cases {world_dir / 'cases.jsonl'}\n"

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from ragmorph.cli import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, EXIT_VIOLATIONS, main
+from ragmorph.demo import DEMO_MAX_EXAMPLES
 from ragmorph.worlds import generate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -285,8 +286,25 @@ def test_demo_end_to_end_catches_the_planted_bug_in_under_a_minute(tmp_path: Pat
     assert done.returncode == EXIT_OK, done.stdout + done.stderr
     assert elapsed < 60, f"demo took {elapsed:.1f} s"
     out = done.stdout
-    assert "bm25-postfilter" in out and "The planted bug, caught by" in out
+    assert "1. tenant leak · bm25-postfilter · tenancy.filtered_equals_visible" in out
+    assert "[1] tenant leak" in out and "FAIL tenancy.filtered_equals_visible" in out
     assert "ragmorph replay " in out
+    # The demo prints exactly what `ragmorph run` prints for the same retrievers, world, seed and budget.
+    world = tmp_path / "report" / "world"
+    run = subprocess.run(
+        [sys.executable, "-m", "ragmorph.cli", "run", "--retriever", "bm25=ragmorph.adapters:BM25Retriever",
+         "--retriever", "dense=ragmorph.adapters:DenseRetriever",
+         "--retriever", "bm25-postfilter=ragmorph.demo:PostFilteredPipeline", "--corpus", str(world / "corpus.jsonl"),
+         "--cases", str(world / "cases.jsonl"), "--max-examples", str(DEMO_MAX_EXAMPLES), "--seed", "0"],
+        capture_output=True, text=True, timeout=180, cwd=tmp_path,
+    )
+    assert run.returncode == EXIT_VIOLATIONS, run.stdout + run.stderr
+
+    def triaged(text: str) -> list[str]:
+        return [line for line in text.splitlines() if not line.lstrip().startswith("replay  ")]
+
+    body = out.split("\n\n", 1)[1].split("\nreports: ", 1)[0]
+    assert triaged(body) == triaged(run.stdout.rstrip("\n")), body
     report = json.loads((tmp_path / "report" / "report.json").read_text(encoding="utf-8"))
     assert report["summary"]["hard_failures"] >= 1
     assert {r["retriever"] for r in report["results"] if r["status"] == "fail" and r["severity"] == "hard"} == {
