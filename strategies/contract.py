@@ -18,7 +18,7 @@ import attrs
 from hypothesis import strategies as st
 
 from ragmorph.model import Filters, Params, World
-from ragmorph.relations import Direction, Observation, Relation, Severity, Verdict
+from ragmorph.relations import Concern, Direction, Observation, Relation, Severity, Verdict
 
 from ._core import Family, PerturbationBase, default_filters, ks_strategy
 
@@ -83,6 +83,7 @@ VALID_RESPONSE = Relation(
     target="response",
     direction=Direction.NEVER,
     severity=Severity.HARD,
+    concern=Concern.CONTRACT,
     check=_valid,
     assumptions=(
         "DESIGN section 3's validation rules; judged on every call any family makes, so a breach found while "

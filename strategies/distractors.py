@@ -24,7 +24,7 @@ import attrs
 from hypothesis import strategies as st
 
 from ragmorph.model import Chunk, World
-from ragmorph.relations import Direction, Observation, Relation, Severity, Verdict, scores_tied
+from ragmorph.relations import Concern, Direction, Observation, Relation, Severity, Verdict, scores_tied
 
 from ._core import Family, PerturbationBase, chunk_of, corpus_diff, fresh_id, ks_strategy, vocabulary
 
@@ -277,6 +277,7 @@ RELATIONS = (
         target="Unauthorized@k",
         direction=Direction.ZERO,
         severity=Severity.HARD,
+        concern=Concern.TENANT_LEAK,
         check=_lookalike_unauthorized,
         applies_to=("InjectDistractors:lookalike",),
         assumptions=("the case is asked with its tenant filter",),

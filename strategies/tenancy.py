@@ -9,7 +9,7 @@ import attrs
 from hypothesis import strategies as st
 
 from ragmorph.model import Filters, World
-from ragmorph.relations import Direction, Observation, Relation, Severity, Verdict, compare_up_to_ties
+from ragmorph.relations import Concern, Direction, Observation, Relation, Severity, Verdict, compare_up_to_ties
 
 from ._core import Family, PerturbationBase, ks_strategy
 
@@ -132,6 +132,7 @@ RELATIONS = (
         target="Unauthorized@k",
         direction=Direction.ZERO,
         severity=Severity.HARD,
+        concern=Concern.TENANT_LEAK,
         judges_filtering=True,
         check=_unauthorized_zero,
         applies_to=("ApplyTenantFilter",),
@@ -144,6 +145,7 @@ RELATIONS = (
         target="ranking@k",
         direction=Direction.INVARIANT_UP_TO_TIES,
         severity=Severity.HARD,
+        concern=Concern.TENANT_LEAK,
         judges_filtering=True,
         check=_filtered_equals_visible,
         applies_to=("ApplyTenantFilter",),
@@ -160,6 +162,7 @@ RELATIONS = (
         target="Unauthorized@k",
         direction=Direction.NEVER,
         severity=Severity.HARD,
+        concern=Concern.TENANT_LEAK,
         judges_filtering=True,
         check=_no_cross_tenant,
         applies_to=("AskAsOtherTenant",),

@@ -18,6 +18,7 @@ from .model import Hit, Ranking, World
 
 __all__ = [
     "Call",
+    "Concern",
     "Direction",
     "Edit",
     "Instance",
@@ -54,6 +55,24 @@ class Severity(enum.Enum):
 
     HARD = "hard"
     SOFT = "soft"
+
+
+class Concern(enum.Enum):
+    """What a hard violation of a relation puts at risk; triage shows tenant leaks, then contract breaches first."""
+
+    TENANT_LEAK = "tenant_leak"
+    CONTRACT = "contract"
+    HARD = "hard"  # any other hard violation
+
+    @property
+    def rank(self) -> int:
+        """Triage order, most serious first."""
+        return tuple(Concern).index(self)
+
+    @property
+    def label(self) -> str:
+        """The words reports use for this concern."""
+        return {"tenant_leak": "tenant leak", "contract": "contract breach", "hard": "hard violation"}[self.value]
 
 
 class Instance(enum.Enum):
@@ -211,6 +230,8 @@ class Relation:
     # True for relations that judge the retriever's filtering: where ragmorph does the filtering for it
     # (`Capabilities.filtered_by == "ragmorph"`), they would judge ragmorph's own filter, so they are not_applicable.
     judges_filtering: bool = False
+    # What a break puts at risk (a tenant leak, a contract breach, other): triage orders violation groups by it.
+    concern: Concern = Concern.HARD
 
     registry_fields: ClassVar[tuple[str, ...]] = (
         "name",
@@ -223,6 +244,7 @@ class Relation:
         "applies_to",
         "requires",
         "judges_filtering",
+        "concern",
     )
 
     def describe(self) -> dict[str, Any]:

@@ -2,21 +2,24 @@
 
 A run may fail one relation on fifty cases; a reader needs one group with a count and the easiest case to read,
 and needs a tenant leak before a cache side effect. Groups are ordered: minimised before non-minimised (a
-violation whose corpus could not be cut down is hard to read), then by concern (tenant leaks, contract
-breaches, other hard violations), then retriever and relation. The representative of a group is its
-smallest minimal case. Soft breaks are listed apart, each with one perturbation under which it broke.
+violation whose corpus could not be cut down is hard to read), then by the concern each relation declares
+(`Relation.concern`: tenant leaks, contract breaches, other hard violations), then retriever and relation. The
+representative of a group is its smallest minimal case. Soft breaks are listed apart, each with one perturbation under which it broke.
 
-Reads the plain report dict only (no runner, no Hypothesis), so renderers and `CheckReport.assert_ok` share it.
+Reads the plain report dict (and the relation catalog for concerns; no runner), so renderers and
+`CheckReport.assert_ok` share it.
 """
 
 from __future__ import annotations
 
-import enum
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
+
+from .relations import Concern
 
 __all__ = ["Concern", "Group", "SoftBreak", "concern_of", "plural", "soft_breaks", "summary_text", "triage"]
 
@@ -26,33 +29,17 @@ def plural(number: Any, noun: str, many: str | None = None) -> str:
     return f"{number} {noun if number == 1 else (many or noun + 's')}"
 
 
-class Concern(enum.IntEnum):
-    """How much a hard violation matters, most first."""
+@functools.cache
+def _concerns() -> dict[str, Concern]:
+    # Imported on first use: the catalog pulls in Hypothesis, which loading this module does not need.
+    from .strategies import CATALOG
 
-    TENANT_LEAK = 0
-    CONTRACT = 1
-    HARD = 2
-
-    @property
-    def label(self) -> str:
-        """The words reports use for this concern."""
-        return {0: "tenant leak", 1: "contract breach", 2: "hard violation"}[int(self)]
-
-
-# Relations that guard tenant isolation, by family and by name: a break returns another tenant's chunks.
-_LEAK_FAMILIES = frozenset({"tenancy"})
-_LEAK_RELATIONS = frozenset({"distractors.lookalike_unauthorized_zero"})
-_CONTRACT_FAMILIES = frozenset({"contract"})
+    return {relation.name: relation.concern for relation in CATALOG}
 
 
 def concern_of(relation: str) -> Concern:
-    """The concern of a hard violation of `relation` (catalog names are `family.name`)."""
-    family = relation.partition(".")[0]
-    if family in _LEAK_FAMILIES or relation in _LEAK_RELATIONS:
-        return Concern.TENANT_LEAK
-    if family in _CONTRACT_FAMILIES:
-        return Concern.CONTRACT
-    return Concern.HARD
+    """The concern the catalog relation `relation` declares (`Relation.concern`); other names are plain hard."""
+    return _concerns().get(relation, Concern.HARD)
 
 
 def _minimal_size(result: Mapping[str, Any]) -> int:
@@ -120,7 +107,7 @@ def triage(report: Mapping[str, Any]) -> tuple[Group, ...]:
         representative = min(results, key=lambda r: (not _minimised(r), _minimal_size(r), cases[str(r["case"])]))
         groups.append(Group(retriever, relation, concern_of(relation), tuple(results), representative))
     return tuple(
-        sorted(groups, key=lambda g: (not g.minimised, g.concern, retrievers[g.retriever], g.relation))
+        sorted(groups, key=lambda g: (not g.minimised, g.concern.rank, retrievers[g.retriever], g.relation))
     )
 
 

@@ -19,6 +19,21 @@ def test_concerns_of_the_catalog_relations() -> None:
     assert concern_of("repeat.identical") is Concern.HARD
 
 
+def test_the_concern_is_the_field_each_relation_declares() -> None:
+    from ragmorph.strategies import CATALOG
+
+    for relation in CATALOG:
+        assert concern_of(relation.name) is relation.concern
+        assert relation.describe()["concern"] == relation.concern.value
+    assert {r.name for r in CATALOG if r.concern is Concern.TENANT_LEAK} == {
+        "tenancy.unauthorized_zero", "tenancy.filtered_equals_visible", "tenancy.no_cross_tenant",
+        "distractors.lookalike_unauthorized_zero",
+    }
+    assert {r.name for r in CATALOG if r.concern is Concern.CONTRACT} == {"contract.valid_response"}
+    assert sorted(Concern, key=lambda c: c.rank) == [Concern.TENANT_LEAK, Concern.CONTRACT, Concern.HARD]
+    assert concern_of("mine.not_in_the_catalog") is Concern.HARD
+
+
 def test_groups_count_cases_and_pick_the_smallest_minimal_case() -> None:
     groups = triage(triage_report())
     leak = groups[0]
