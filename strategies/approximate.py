@@ -117,4 +117,5 @@ FAMILY = Family(
     summary="an index against its exact twin over the same vectors: full k, recall@k",
     relations=RELATIONS,
     draw=twin_comparisons,
+    perturbation_types=(CompareWithTwin,),
 )

@@ -317,6 +317,7 @@ FAMILY = Family(
     name="distractors",
     summary="inject unrelated text, long boilerplate, other tenants' look-alikes or near-duplicates",
     relations=RELATIONS,
+    perturbation_types=(InjectDistractors,),
     draw=distractor_injections,
     edits_corpus=True,
 )

@@ -184,6 +184,7 @@ FAMILY = Family(
     name="supersede",
     summary="add an outdated version of a gold chunk, or swap a gold chunk for one",
     relations=RELATIONS,
+    perturbation_types=(Supersede,),
     draw=supersessions,
     applicable=_applicable,
     edits_corpus=True,

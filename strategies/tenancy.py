@@ -177,6 +177,7 @@ FAMILY = Family(
     name="tenancy",
     summary="apply the case's tenant filter, or ask as another tenant",
     relations=RELATIONS,
+    perturbation_types=(ApplyTenantFilter, AskAsOtherTenant),
     draw=tenant_changes,
     applicable=_applicable,
 )

@@ -43,15 +43,17 @@ _EXIT_CODES_HELP = "exit codes:\n" + "".join(f"  {int(code)}  {code.meaning}\n" 
 
 
 def format_error(error: BaseException) -> str:
-    """One line for stderr: `file:line: field 'x': message` for input errors, the message otherwise."""
+    """One line for stderr: `file:line: field 'x': message` for input errors, the message otherwise (secrets hidden)."""
+    from .secrets import redact
+
     if isinstance(error, InputError):
         where = [str(error.file)] if error.file is not None else []
         if error.file is not None and error.line is not None:
             where[0] += f":{error.line}"
         if error.field is not None:
             where.append(f"field {error.field!r}")
-        return ": ".join([*where, error.message])
-    return str(error).replace("\n", " ")
+        return redact(": ".join([*where, error.message]))
+    return redact(str(error).replace("\n", " "))
 
 
 def _exit_code_for(error: RagmorphError) -> int:
@@ -296,7 +298,7 @@ def _warn_unjudged(runs: Mapping[str, Any], judged: Mapping[str, Any], err: Text
 
 
 def render_metrics_summary(data: Mapping[str, Any], names: Sequence[str]) -> str:
-    """A table per k (macro, micro, queries) from a `ragmorph.metrics/1` dict, then the counts."""
+    """A table per k (macro, micro, queries, errored) from a `ragmorph.metrics/1` dict, then the counts."""
     from .metrics import parse_metric
 
     metrics = data.get("metrics", {})
@@ -308,9 +310,10 @@ def render_metrics_summary(data: Mapping[str, Any], names: Sequence[str]) -> str
         rows = []
         for name in group:
             value = metrics.get(name, {})
-            rows.append([name, _fmt(value.get("macro")), _fmt(value.get("micro")), str(value.get("queries", 0))])
+            rows.append([name, _fmt(value.get("macro")), _fmt(value.get("micro")), str(value.get("queries", 0)),
+                         str(value.get("errored", 0))])
         title = f"k={k}" if k is not None else "no cutoff"
-        blocks.append(f"{title}\n" + _table(["metric", "macro", "micro", "queries"], rows))
+        blocks.append(f"{title}\n" + _table(["metric", "macro", "micro", "queries", "errored"], rows))
     counts = data.get("counts", {})
     if counts:
         blocks.append("counts: " + "  ".join(f"{key}={value}" for key, value in counts.items()))
@@ -338,8 +341,9 @@ def print_outcome(
 ) -> None:
     """The summary table, the triaged violation groups and the first `limit` groups' minimal cases (with replay)."""
     from .reporting import render_report
+    from .secrets import redact_data
 
-    out.write(render_report(report, max_violations=limit) + "\n")
+    out.write(render_report(redact_data(report), max_violations=limit) + "\n")
 
 
 def _write_reports(
@@ -393,6 +397,9 @@ def run_config(args: argparse.Namespace, cwd: Path | None = None) -> Any:
         "retrievers": retriever_entries(args.retriever) if args.retriever else None,
     }
     overrides = {key: value for key, value in flags.items() if value is not None}
+    if args.profile:
+        # A profile asked for on the command line sets the budget, over the file's own budget keys.
+        overrides = {"ks": None, "max_examples": None, "fail_fast": None, **overrides}
     if any(value is not None for value in world.values()):
         # A world named on the command line replaces the file's world as a whole, not field by field.
         overrides.update(world)
@@ -462,6 +469,7 @@ def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             jobs=args.jobs,
             executor=args.executor,
             address=args.address,
+            concurrency=args.concurrency,
         )
     finally:
         bar.close()
@@ -794,6 +802,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="where units run: serial, processes or ray (default: serial, or processes with --jobs N > 1)",
     )
     run.add_argument("--address", metavar="HOST:PORT", help="with --executor ray: an existing Ray cluster (default: start a local one)")
+    run.add_argument(
+        "--concurrency", type=_positive_int, metavar="N",
+        help="units in flight at once per process, in threads: for retrievers that wait on a service (default 1)",
+    )
     run.add_argument("--replay-dir", metavar="DIR", help="replay files go here (default: replays/ next to the report)")
     from .reporting import WRITERS
 

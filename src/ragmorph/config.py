@@ -21,8 +21,9 @@
     junit = "ragmorph-report/junit.xml"
     replays = "ragmorph-report/replays"
 
-Precedence, highest first: a command-line flag, a key of the file, the profile, the built-in default. Every
-key is checked: an unknown key, a wrong type or a missing file is an InputError naming the file and the key.
+Precedence, highest first: a command-line flag, a key of the file, the profile, the built-in default; a profile
+named on the command line (`--profile smoke`) also beats the file's budget keys (ks, max_examples, fail_fast).
+Every key is checked: an unknown key, a wrong type or a missing file is an InputError naming the file and key.
 """
 
 from __future__ import annotations

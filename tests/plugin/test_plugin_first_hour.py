@@ -117,3 +117,15 @@ def test_no_hard_violations():
     assert result.ret == 1
     result.stdout.fnmatch_lines(["*ViolationsFound: ragmorph: * hard failure* in 1 group*",
                                  "*1. tenant leak · postfilter · tenancy.*smallest: *"])
+
+
+def test_the_smoke_profile_option_sets_the_budget_over_the_config(pytester: pytest.Pytester) -> None:
+    import xml.etree.ElementTree as ET
+
+    tests = _project(pytester, CONFIG.replace("max_examples = 3", "max_examples = 20"))
+    junit = pytester.path / "junit.xml"
+    result = pytester.runpytest_inprocess(str(tests), "--ragmorph-profile", "smoke", f"--junitxml={junit}",
+                                          "-p", "no:cacheprovider")
+    assert result.ret == 0, result.stdout.str()
+    values = {p.get("value") for p in ET.parse(junit).iter("property") if p.get("name") == "ragmorph_max_examples"}
+    assert values == {"5"}
