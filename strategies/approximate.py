@@ -43,6 +43,10 @@ class CompareWithTwin(PerturbationBase):
     k: int
     filtered: bool
 
+    def base(self, world: World) -> World:
+        """The same world as the follow-up: the twin and the index are asked the same question."""
+        return self.apply(world)
+
     def apply(self, world: World) -> World:
         """The world asked at k, with the case's tenant filter when `filtered`."""
         filters = Filters(tenant=world.case.tenant) if self.filtered else Filters()
@@ -51,7 +55,7 @@ class CompareWithTwin(PerturbationBase):
     def plan(self, world: World) -> Plan:
         """The twin's answer is the base, the retriever's the follow-up, over the same world."""
         asked = self.apply(world)
-        return Plan((Call(asked, Instance.TWIN, role=Role.BASE), Call(asked, Instance.BASE, role=Role.FOLLOW)))
+        return Plan((Call(self.base(world), Instance.TWIN, role=Role.BASE), Call(asked, Instance.BASE, role=Role.FOLLOW)))
 
 
 def twin_comparisons(world: World, *, ks: Sequence[int], **_: object) -> st.SearchStrategy[CompareWithTwin]:
