@@ -1,7 +1,8 @@
 """Hypothesis strategies that perturb retrieval worlds, one module per family, and the relation catalog.
 
 Each family module (`ragmorph.strategies.reorder`, `.removal`, `.distractors`, `.supersede`, `.tenancy`,
-`.cutoff`, `.query`, `.repeat`, `.contract`) exposes a strategy function drawing perturbations for a given world, the
+`.cutoff`, `.query`, `.repeat`, `.contract`, `.filtering`, `.depth`,
+`.odd_query`, `.lifecycle`) exposes a strategy function drawing perturbations for a given world, the
 perturbation classes, `RELATIONS` and `FAMILY`. `CATALOG` lists every relation; `FAMILIES` maps family names to
 their record; `DEFAULT_SUITE` names the families `check()` runs by default.
 """
@@ -13,7 +14,7 @@ from typing import Any
 from ragmorph.errors import InputError, UsageError
 from ragmorph.relations import Relation
 
-from . import contract, cutoff, distractors, query, removal, reorder, repeat, supersede, tenancy
+from . import contract, cutoff, depth, distractors, filtering, lifecycle, odd_query, query, removal, reorder, repeat, supersede, tenancy
 from ._core import decode_value as _decode_value
 from ._core import (
     Family,
@@ -45,7 +46,7 @@ __all__ = [
 
 FAMILIES: dict[str, Family] = {
     module.FAMILY.name: module.FAMILY
-    for module in (reorder, removal, distractors, supersede, tenancy, cutoff, query, repeat, contract)
+    for module in (reorder, removal, distractors, supersede, tenancy, filtering, cutoff, depth, query, odd_query, repeat, lifecycle, contract)
 }
 
 CATALOG: tuple[Relation, ...] = tuple(r for f in FAMILIES.values() for r in f.relations)
@@ -68,6 +69,10 @@ PERTURBATIONS: dict[str, type] = {
         repeat.RepeatCall,
         repeat.RoundTrip,
         contract.CallWith,
+        filtering.ApplyFilters,
+        depth.RemoveAtDepth,
+        odd_query.OddQuery,
+        lifecycle.Grow,
     )
 }
 
