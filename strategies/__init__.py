@@ -18,9 +18,12 @@ from . import contract, cutoff, depth, distractors, filtering, lifecycle, odd_qu
 from ._core import decode_value as _decode_value
 from ._core import (
     Family,
+    Derivation,
     PerturbationBase,
     Vocabulary,
+    corpus_diff,
     default_filters,
+    derivation,
     perturbation_label,
     relation_applies,
     vocabulary,
@@ -31,11 +34,13 @@ __all__ = [
     "DEFAULT_SUITE",
     "FAMILIES",
     "PERTURBATIONS",
+    "Derivation",
     "Family",
     "PerturbationBase",
     "Vocabulary",
-    "catalog_rows",
+    "corpus_diff",
     "default_filters",
+    "derivation",
     "family",
     "perturbation_from_dict",
     "perturbation_label",
@@ -100,8 +105,3 @@ def perturbation_from_dict(data: dict[str, Any]) -> Any:
         raise InputError(f"expected a perturbation type in {sorted(PERTURBATIONS)}, got type={kind!r}", field="perturbation")
     fields = {name: _decode_value(value) for name, value in data.get("fields", {}).items()}
     return PERTURBATIONS[kind](**fields)
-
-
-def catalog_rows() -> list[dict[str, Any]]:
-    """The catalog as plain rows (for `ragmorph strategies`, README and reports)."""
-    return [r.describe() for r in CATALOG]

@@ -15,10 +15,10 @@ from faker import Faker
 from hypothesis import register_random
 from hypothesis import strategies as st
 
-from ragmorph.adapters._text import default_tokenize
+from ragmorph.adapters import default_tokenize
 from ragmorph.errors import UsageError
-from ragmorph.model import Case, Chunk, Corpus, Filters, Hit, Params, Ranking, World
-from ragmorph.relations import Observation, Relation, Verdict
+from ragmorph.model import Case, Chunk, Corpus, Filters, Params, World
+from ragmorph.relations import Observation, Plan, Relation, Verdict
 
 __all__ = [
     "Derivation",
@@ -28,24 +28,20 @@ __all__ = [
     "default_filters",
     "derivation",
     "fresh_id",
-    "gold_ranks",
     "ks_strategy",
     "query_tokens",
     "shares_word",
     "vocabulary",
 ]
 
-# How the runner obtains the follow-up ranking of a perturbation.
-WORLD = "world"  # run the retriever on `apply(world)` (a fresh index or a delta when the corpus changes)
-RANKING = "ranking"  # no retriever call: the follow-up ranking is derived from the base ranking
-REPEAT = "repeat"  # repeat the base call on the same instance after other calls (bypassing the call cache)
-
-
 class PerturbationBase:
-    """Defaults every perturbation shares; subclasses are frozen attrs classes with a `k` field."""
+    """Defaults every perturbation shares; subclasses are frozen attrs classes with a `k` field.
+
+    A perturbation is plain data: `base`/`apply` give the world change, `plan` the calls that observe it (by
+    default the base world on the base instance, then the follow-up world; override `plan` for other calls).
+    """
 
     family: ClassVar[str] = ""
-    mode: ClassVar[str] = WORLD
     k: int
 
     def base(self, world: World) -> World:
@@ -56,21 +52,13 @@ class PerturbationBase:
         """The follow-up world (pure; subclasses override)."""
         return self.base(world)
 
+    def plan(self, world: World) -> Plan:
+        """The calls that observe this perturbation on `world` (see `ragmorph.relations.Plan`)."""
+        return Plan.pair(self.base(world), self.apply(world))
+
     def referenced_ids(self) -> tuple[str, ...]:
         """Chunk ids of the base corpus this perturbation names (kept when the corpus is minimised)."""
         return ()
-
-    def derive_ranking(self, base: Ranking) -> Ranking:
-        """For `mode == RANKING`: the follow-up ranking built from the base ranking."""
-        return base
-
-    def interleave(self, world: World) -> tuple[Params, ...]:
-        """For `mode == REPEAT`: the calls made on the same instance between the first and the repeated call."""
-        return ()
-
-    def round_trip(self, world: World) -> tuple[tuple[Chunk, ...], tuple[str, ...]]:
-        """For `mode == REPEAT`: chunks to add and ids to remove (then revert) before repeating the call."""
-        return (), ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form: the type name and the fields (chunks as their native dicts)."""
@@ -120,7 +108,6 @@ class Family:
     draw: Callable[..., st.SearchStrategy[Any]] = attrs.field(repr=False)
     applicable: Callable[[World], str | None] = attrs.field(repr=False, default=_always_applicable)
     edits_corpus: bool = False
-    needs_delta: bool = False
 
     def perturbations(self, world: World, *, ks: Sequence[int]) -> st.SearchStrategy[Any]:
         """The Hypothesis strategy of this family's perturbations for `world` (see `applicable` first)."""
@@ -148,16 +135,6 @@ def fresh_id(corpus: Corpus, stem: str, taken: set[str] | None = None) -> str:
         number += 1
         candidate = f"{stem}.{number}"
     return candidate
-
-
-def gold_ranks(ranking: Ranking, case: Case) -> dict[str, int]:
-    """Gold chunk id -> 0-based rank in `ranking` (first occurrence)."""
-    gold = set(case.gold_ids)
-    ranks: dict[str, int] = {}
-    for rank, hit in enumerate(ranking.hits):
-        if hit.id in gold and hit.id not in ranks:
-            ranks[hit.id] = rank
-    return ranks
 
 
 def query_tokens(text: str) -> tuple[str, ...]:
@@ -224,12 +201,6 @@ def vocabulary() -> Vocabulary:
 
 
 _KEEP: list[Faker] = []  # register_random holds weak references only
-
-
-def observed_hits(observation: Observation, k: int | None = None) -> tuple[Hit, ...]:
-    """The hits of an observation cut to `k` (default: its own k)."""
-    cut = observation.world.params.k if k is None else k
-    return observation.ranking.hits[:cut]
 
 
 def check_never(

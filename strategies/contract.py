@@ -2,7 +2,7 @@
 
 A response with more than k hits, a repeated id, an id the index does not hold, a non-finite score, scores
 rising down the list or a malformed hit is rejected by the adapters' validator (`InvalidResponse`). The runner
-records such a response as an observation with `invalid` set, in *any* family's probe, and judges it with
+records such a response as an observation with `rule` (the broken `ContractRule`) set, in *any* family's plan, and judges it with
 `contract.valid_response`: a hard failure with a shrunk, minimised, replayable world like any other, not an
 `error` (errors are reserved for exceptions and timeouts, which prevent a verdict). This family's own
 perturbations ask the case's query at other cutoffs and filters, so the contract is tested even where no other
@@ -11,7 +11,6 @@ family looks.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -23,7 +22,7 @@ from ragmorph.relations import Direction, Observation, Relation, Severity, Verdi
 
 from ._core import Family, PerturbationBase, default_filters, ks_strategy
 
-__all__ = ["FAMILY", "RELATIONS", "VALID_RESPONSE", "CallWith", "breach_rule", "calls_with", "describe_params"]
+__all__ = ["FAMILY", "RELATIONS", "VALID_RESPONSE", "CallWith", "calls_with", "describe_params"]
 
 
 @attrs.frozen
@@ -67,19 +66,9 @@ def describe_params(params: Params) -> str:
     return ", ".join(parts) if len(parts) > 1 else f"{parts[0]}, no filters"
 
 
-# Values in a validator message (numbers, quoted ids, reprs after '=') vary between calls; the rule does not.
-_VALUES = re.compile(r"=\S+|'[^']*'|\d+(\.\d+)?")
-
-
-def breach_rule(message: str) -> str:
-    """The contract rule a validator message names, without its values ("expected at most k hits")."""
-    head = message.split(", got")[0].split(";")[0]
-    return " ".join(_VALUES.sub("", head).split())
-
-
 def _valid(base: Observation, follow: Observation) -> Verdict:
     for label, observation in (("base", base), ("follow-up", follow)):
-        if observation.invalid is not None:
+        if observation.rule is not None:
             return Verdict.broken(
                 f"the {label} call ({describe_params(observation.world.params)}) broke the retriever contract: "
                 f"{observation.invalid}"

@@ -51,7 +51,7 @@ def _recall(base: Observation, follow: Observation) -> Verdict:
         return Verdict.not_applicable("the case has no gold chunks, so recall is undefined")
     before_ids = [h for h in base.ranking.hits if h.id in gold]
     after_ids = {h.id for h in follow.ranking.hits}
-    before, after = len({h.id for h in before_ids}) / len(gold), len(after_ids & gold) / len(gold)
+    before, after = base.metrics[f"R@{base.world.params.k}"], follow.metrics[f"R@{follow.world.params.k}"]
     missing = [h for h in before_ids if h.id not in after_ids]
     if not missing:
         return Verdict.ok("every gold chunk found at k is still found at the larger k", before, after)

@@ -231,10 +231,9 @@ def _coverage_kept(base: Observation, follow: Observation) -> Verdict:
     case = base.world.case
     if not case.evidence:
         return Verdict.not_applicable("the case has no evidence groups")
-    def covered(o: Observation) -> int:
-        returned = {h.id for h in o.ranking.hits}
-        return sum(1 for group in case.evidence if returned & set(group))
-    before, after = covered(base) / len(case.evidence), covered(follow) / len(case.evidence)
+    before, after = base.metrics[f"GroupR@{base.world.params.k}"], follow.metrics[f"GroupR@{follow.world.params.k}"]
+    if before is None or after is None:
+        return Verdict.not_applicable("GroupR@k is undefined for this case")
     if after < before:
         return Verdict.broken(f"GroupR@k fell from {before:.3g} to {after:.3g} after a near-duplicate was injected", before, after)
     return Verdict.ok("GroupR@k kept", before, after)
@@ -278,6 +277,7 @@ RELATIONS = (
         check=_lookalike_unauthorized,
         applies_to=("InjectDistractors:lookalike",),
         assumptions=("the case is asked with its tenant filter",),
+        judges_filtering=True,
     ),
     Relation(
         name="distractors.padded_below_original",

@@ -94,11 +94,8 @@ def _group_uncovered(base: Observation, follow: Observation) -> Verdict:
 
 
 def _coverage(observation: Observation) -> tuple[float, float]:
-    case = observation.world.case
-    returned = {h.id for h in observation.ranking.hits[: observation.world.params.k]}
-    recall = len(returned & set(case.gold_ids)) / len(case.gold_ids)
-    groups = sum(1 for group in case.evidence if returned & set(group)) / len(case.evidence)
-    return recall, groups
+    k = observation.world.params.k
+    return observation.metrics[f"R@{k}"], observation.metrics[f"GroupR@{k}"]  # type: ignore[return-value]
 
 
 def _recall_non_increasing(base: Observation, follow: Observation) -> Verdict:

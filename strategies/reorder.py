@@ -9,9 +9,9 @@ import attrs
 from hypothesis import strategies as st
 
 from ragmorph.model import Ranking, World
-from ragmorph.relations import Direction, Observation, Relation, Severity, Verdict, compare_up_to_ties
+from ragmorph.relations import Call, Direction, Instance, Observation, Plan, Relation, Role, Severity, Verdict, compare_up_to_ties
 
-from ._core import RANKING, Family, PerturbationBase, ks_strategy
+from ._core import Family, PerturbationBase, ks_strategy
 
 __all__ = ["FAMILY", "RELATIONS", "PermuteCorpus", "PromoteRelevant", "reorderings"]
 
@@ -44,12 +44,16 @@ class PromoteRelevant(PerturbationBase):
     """Evaluator mode: swap the relevant hit at rank `lower` with the irrelevant one at rank `upper` (< lower)."""
 
     family: ClassVar[str] = "reorder"
-    mode: ClassVar[str] = RANKING
     k: int
     upper: int
     lower: int
 
-    def derive_ranking(self, base: Ranking) -> Ranking:
+    def plan(self, world: World) -> Plan:
+        """One retriever call; the follow-up ranking is the base ranking with the two hits swapped."""
+        base = self.base(world)
+        return Plan((Call(base, role=Role.BASE), Call(base, Instance.DERIVED, role=Role.FOLLOW, derive=self.promoted)))
+
+    def promoted(self, base: Ranking) -> Ranking:
         """The base ranking with the two hits swapped (unchanged when the ranks do not exist)."""
         hits = list(base.hits)
         if self.lower < len(hits):
@@ -80,8 +84,6 @@ def _invariant(base: Observation, follow: Observation) -> Verdict:
 
 
 def _promote(base: Observation, follow: Observation) -> Verdict:
-    from ragmorph.metrics import evaluate
-
     case, k = base.world.case, base.world.params.k
     gold = set(case.gold_ids)
     if not gold:
@@ -91,13 +93,11 @@ def _promote(base: Observation, follow: Observation) -> Verdict:
     if len(moved) != 2 or not (after_ids[moved[0]] in gold and before_ids[moved[0]] not in gold) or moved[1] >= k:
         return Verdict.not_applicable("the swap did not move a relevant hit above an irrelevant one within k")
     names = (f"CP@{k}", f"AP@{k}")
-    before = evaluate(base.ranking, case, names)
-    after = evaluate(follow.ranking, case, names)
     for name in names:
-        b, a = before[name], after[name]
+        b, a = base.metrics[name], follow.metrics[name]
         if b is not None and a is not None and a < b - 1e-12:
             return Verdict.broken(f"{name} fell from {b:.6g} to {a:.6g} when a relevant hit moved up", b, a)
-    return Verdict.ok("CP@k and AP@k did not fall", before[names[0]], after[names[0]])
+    return Verdict.ok("CP@k and AP@k did not fall", base.metrics[names[0]], follow.metrics[names[0]])
 
 
 RELATIONS = (

@@ -1,7 +1,7 @@
 """Repeat family: asking again, after other calls or an undone edit, gives the same ranking.
 
-These perturbations bypass the runner's call cache on purpose: catching stale caches and state leaks is
-their point.
+Their plans ask the same instance (`Instance.SAME`), which bypasses the runner's call cache on purpose:
+catching stale caches and state leaks is their point.
 """
 
 from __future__ import annotations
@@ -13,9 +13,22 @@ import attrs
 from hypothesis import strategies as st
 
 from ragmorph.model import Chunk, Filters, Params, World
-from ragmorph.relations import Direction, Observation, Relation, Severity, Verdict, compare_up_to_ties, scores_tied
+from ragmorph.relations import (
+    Call,
+    Direction,
+    Edit,
+    Instance,
+    Observation,
+    Plan,
+    Relation,
+    Role,
+    Severity,
+    Verdict,
+    compare_up_to_ties,
+    scores_tied,
+)
 
-from ._core import REPEAT, Family, PerturbationBase, fresh_id, ks_strategy, vocabulary
+from ._core import Family, PerturbationBase, fresh_id, ks_strategy, vocabulary
 
 __all__ = ["FAMILY", "RELATIONS", "RepeatCall", "RoundTrip", "repeats"]
 
@@ -25,13 +38,14 @@ class RepeatCall(PerturbationBase):
     """Repeat the base call on the same instance after the calls `between` (other k and filters)."""
 
     family: ClassVar[str] = "repeat"
-    mode: ClassVar[str] = REPEAT
     k: int
     between: tuple[Params, ...] = ()
 
-    def interleave(self, world: World) -> tuple[Params, ...]:
-        """The calls made between the first and the repeated call."""
-        return self.between
+    def plan(self, world: World) -> Plan:
+        """The base call, the calls `between`, and the base call again, all on the same instance."""
+        base = self.base(world)
+        between = tuple(Call(attrs.evolve(base, params=params), Instance.SAME) for params in self.between)
+        return Plan((Call(base, Instance.SAME, role=Role.BASE), *between, Call(base, Instance.SAME, role=Role.FOLLOW)))
 
 
 @attrs.frozen
@@ -39,14 +53,22 @@ class RoundTrip(PerturbationBase):
     """Add `add` and remove `remove` with deltas, ask once, revert, then repeat the base call."""
 
     family: ClassVar[str] = "repeat"
-    mode: ClassVar[str] = REPEAT
     k: int
     add: tuple[Chunk, ...] = ()
     remove: tuple[str, ...] = ()
 
-    def round_trip(self, world: World) -> tuple[tuple[Chunk, ...], tuple[str, ...]]:
-        """The delta applied (and reverted) before the repeated call."""
-        return self.add, self.remove
+    def plan(self, world: World) -> Plan:
+        """The base call, one call with the delta applied (and undone), and the base call again, on one instance."""
+        base = self.base(world)
+        corpus = base.corpus.with_chunks(self.add) if self.add else base.corpus
+        edited = attrs.evolve(base, corpus=corpus.without(self.remove) if self.remove else corpus)
+        return Plan(
+            (
+                Call(base, Instance.SAME, role=Role.BASE),
+                Call(edited, Instance.SAME, Edit.DELTA),
+                Call(base, Instance.SAME, role=Role.FOLLOW),
+            )
+        )
 
     def referenced_ids(self) -> tuple[str, ...]:
         """The removed ids."""

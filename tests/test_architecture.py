@@ -30,6 +30,7 @@ LAYERS: dict[str, int] = {
     "evaluator": 4,
     "reporting": 5,
     "cli": 6,
+    "config": 6,
     "pytest_plugin": 6,
     "demo": 6,
 }

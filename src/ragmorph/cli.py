@@ -14,9 +14,6 @@ A user's input files are never written: an output path that names an input file 
 from __future__ import annotations
 
 import argparse
-import hashlib
-import importlib
-import importlib.util
 import json
 import os
 import sys
@@ -28,7 +25,7 @@ from typing import Any, TextIO
 from . import __version__
 from .errors import AdapterError, InputError, RagmorphError, UsageError
 
-__all__ = ["EXIT_ERRORS", "EXIT_OK", "EXIT_USAGE", "EXIT_VIOLATIONS", "build_parser", "format_error", "load_retriever_spec", "main", "named_retrievers", "print_outcome", "scaffold_files"]
+__all__ = ["EXIT_ERRORS", "EXIT_OK", "EXIT_USAGE", "EXIT_VIOLATIONS", "build_parser", "format_error", "main", "print_outcome", "run_config", "scaffold_files"]
 
 EXIT_OK = 0
 EXIT_VIOLATIONS = 1
@@ -118,80 +115,6 @@ _positive_float = _positive(float, "a positive number of seconds")
 
 
 # ----------------------------------------------------------------------------------------- loading retrievers
-
-
-def load_retriever_spec(spec: str) -> Any:
-    """Load `package.module:attr` or `path/to/file.py:attr` (a factory or a retriever object).
-
-    Module paths go through `ragmorph.adapters.load_retriever`; a file path is imported as a module of its own
-    (its folder is not added to sys.path) and then checked the same way.
-    """
-    target, colon, attr = spec.rpartition(":")
-    if not colon or not target or not attr:
-        raise UsageError(
-            f"expected a retriever as 'package.module:attr' or 'path/to/file.py:attr', got {spec!r}"
-        )
-    if not _is_file_spec(spec):
-        from .adapters import load_retriever
-
-        return load_retriever(spec)
-    path = Path(target)
-    if not path.is_file():
-        raise UsageError(f"expected an existing Python file in retriever {spec!r}, got no file at {target!r}")
-    # A stable name per file: the same file loads once per process, and reports name it the same way.
-    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:10]
-    module_name = f"_ragmorph_file_{path.stem.replace('-', '_')}_{digest}"
-    module = sys.modules.get(module_name)
-    if module is None:
-        module_spec = importlib.util.spec_from_file_location(module_name, path)
-        if module_spec is None or module_spec.loader is None:
-            raise UsageError(f"expected an importable Python file, got {target!r}")
-        module = importlib.util.module_from_spec(module_spec)
-        # Registered before exec so dataclasses/attrs/pickle inside the file can find their own module.
-        sys.modules[module_name] = module
-        try:
-            module_spec.loader.exec_module(module)
-        except Exception as error:
-            del sys.modules[module_name]
-            raise UsageError(f"importing {target!r} failed: {type(error).__name__}: {error}") from error
-    if not hasattr(module, attr):
-        public = sorted(name for name in vars(module) if not name.startswith("_"))
-        raise UsageError(f"expected {target!r} to define {attr!r}, got only {', '.join(public) or 'nothing'}")
-    from .adapters import load_retriever
-
-    # Re-checked through the adapters' loader: it owns the "is this a retriever or a factory" decision.
-    return load_retriever(f"{module_name}:{attr}")
-
-
-def _is_file_spec(spec: str) -> bool:
-    target = spec.rpartition(":")[0]
-    return target.endswith(".py") or "/" in target or "\\" in target
-
-
-def _split_named(raw: str) -> tuple[str, str]:
-    """`name=spec` -> (name, spec); a bare spec is named after its attribute."""
-    name, equals, spec = raw.partition("=")
-    if not equals or ":" in name:
-        name, spec = "", raw
-    return name or spec.rpartition(":")[2], spec
-
-
-def named_retrievers(specs: Sequence[str]) -> dict[str, tuple[Any, str]]:
-    """`[name=]spec` strings -> {unique name: (what `check` should get, the spec as given)}.
-
-    Every spec is loaded here so a typo is a usage error before any work starts. Module specs are handed on as
-    their import string, so replay files record it and `ragmorph replay FILE` works in a fresh process; a file
-    spec is handed on as the loaded object (its module name only exists in this process).
-    """
-    named: dict[str, tuple[Any, str]] = {}
-    for raw in specs:
-        name, spec = _split_named(raw)
-        unique, suffix = name, 2
-        while unique in named:
-            unique, suffix = f"{name}-{suffix}", suffix + 1
-        loaded = load_retriever_spec(spec)
-        named[unique] = (loaded if _is_file_spec(spec) else spec, spec)
-    return named
 
 
 # -------------------------------------------------------------------------------------------- file guards
@@ -347,7 +270,7 @@ def _write_text(path: Path, text: str) -> None:
 
 
 def print_outcome(
-    report: Mapping[str, Any], out: TextIO, *, limit: int = 3, file_specs: Mapping[str, str] | None = None
+    report: Mapping[str, Any], out: TextIO, *, limit: int = 3
 ) -> None:
     """The summary table and the first `limit` minimal failing cases (with how to replay them)."""
     from .reporting import render_summary, render_violation
@@ -356,9 +279,6 @@ def print_outcome(
     failures = [r for r in report.get("results", []) if r.get("status") == "fail" and r.get("violation")]
     for result in failures[:limit]:
         out.write("\n" + render_violation(result["violation"], retriever=result["retriever"]) + "\n")
-        spec = (file_specs or {}).get(result["retriever"])
-        if spec and result["violation"].get("replay"):
-            out.write(f"  (a file retriever: add --retriever {spec} to the replay command)\n")
     if len(failures) > limit:
         out.write(f"\n... {len(failures) - limit} more violations in the report files\n")
 
@@ -374,40 +294,113 @@ def _write_reports(
             out.write(f"wrote {path}\n")
 
 
+def _traits_option(text: str) -> tuple[str, tuple[str, ...]]:
+    """Parse `NAME=a,b` (argparse type of --traits)."""
+    name, equals, traits = text.partition("=")
+    names = tuple(t.strip() for t in traits.split(",") if t.strip())
+    if not equals or not name.strip() or not names:
+        raise argparse.ArgumentTypeError(f"expected NAME=trait[,trait], got {text!r}")
+    return name.strip(), names
+
+
+def run_config(args: argparse.Namespace, cwd: Path | None = None) -> Any:
+    """The run's Config: the config file (`--config`, else the nearest one) with every given flag on top."""
+    import attrs
+
+    from .config import Config, find_config, load_config, retriever_entries
+
+    path = Path(args.config) if args.config else find_config(cwd or Path.cwd())
+    config = load_config(path) if path is not None else Config()
+    world = {
+        "corpus": _existing_file(args.corpus, "--corpus"),
+        "cases": _existing_file(args.cases, "--cases"),
+        "beir": Path(args.beir) if args.beir else None,
+    }
+    flags: dict[str, Any] = {
+        "format": args.format,
+        "split": args.split,
+        "ks": args.k,
+        "strategies": args.strategies,
+        "profile": args.profile,
+        "max_examples": args.max_examples,
+        "seed": args.seed,
+        "timeout": args.timeout,
+        "fail_fast": True if args.fail_fast else None,
+        "json": Path(args.json) if args.json else None,
+        "html": Path(args.html) if args.html else None,
+        "junit": Path(args.junit) if args.junit else None,
+        "replays": Path(args.replay_dir) if args.replay_dir else None,
+        "retrievers": retriever_entries(args.retriever) if args.retriever else None,
+    }
+    overrides = {key: value for key, value in flags.items() if value is not None}
+    if any(value is not None for value in world.values()):
+        # A world named on the command line replaces the file's world as a whole, not field by field.
+        overrides.update(world)
+    config = attrs.evolve(config, **overrides)
+    if args.traits:
+        known = {entry.name: entry for entry in config.retrievers}
+        for name, traits in args.traits:
+            if name not in known:
+                raise UsageError(f"expected --traits NAME to name a retriever among {sorted(known)}, got {name!r}")
+            known[name] = attrs.evolve(known[name], traits=tuple(dict.fromkeys((*known[name].traits, *traits))))
+        config = attrs.evolve(config, retrievers=tuple(known.values()))
+    if not config.retrievers:
+        raise UsageError(
+            "expected --retriever MOD:ATTR or a config file (ragmorph.toml, or [tool.ragmorph] in pyproject.toml) "
+            "naming retrievers, got neither; `ragmorph init` writes one"
+        )
+    if config.beir is not None and not config.beir.is_dir():
+        raise UsageError(f"expected an existing BEIR folder for --beir, got {str(config.beir)!r} (no such folder)")
+    return config
+
+
 def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run the metamorphic suite over the user's retrievers, print the outcome, write the report files."""
-    corpus_path = _existing_file(args.corpus, "--corpus")
-    cases_path = _existing_file(args.cases, "--cases")
-    _check_outputs([corpus_path, cases_path], {"--json": args.json, "--junit": args.junit, "--html": args.html})
-    from . import io
+    config = run_config(args)
+    source = f" (config {config.path})" if config.path is not None else ""
+    _check_outputs(
+        [config.corpus, config.cases, config.beir, config.path],
+        {"--json": config.json and str(config.json), "--junit": config.junit and str(config.junit),
+         "--html": config.html and str(config.html)},
+    )
+    from .adapters import load_retriever
+    from .config import load_world
     from .reporting import ProgressBar
     from .runner import check
 
-    corpus = io.read_corpus(corpus_path)
-    cases = io.read_cases(cases_path, corpus=corpus)
-    named = named_retrievers(args.retriever)
-    retrievers = {name: target for name, (target, _) in named.items()}
-    file_specs = {name: spec for name, (target, spec) in named.items() if not isinstance(target, str)}
+    corpus, cases = load_world(
+        corpus=config.corpus, cases=config.cases, format=config.format, beir=config.beir, split=config.split,
+        source=source,
+    )
+    for entry in config.retrievers:
+        load_retriever(entry.spec)  # a typo is a usage error now, before any work starts
     bar = ProgressBar(0, err)
     try:
         report = check(
-            retrievers,
+            config.targets(),
             corpus,
             cases,
-            strategies=args.strategies,
-            ks=args.k,
-            max_examples=args.max_examples,
-            seed=args.seed,
+            strategies=config.strategies,
+            ks=config.effective_ks,
+            max_examples=config.effective_max_examples,
+            seed=config.seed or 0,
             derandomize=args.derandomize,
-            replay_dir=args.replay_dir,
-            timeout=args.timeout,
+            replay_dir=config.replay_dir,
+            timeout=config.timeout,
             progress=bar,
+            traits=config.traits(),
+            fail_fast=config.effective_fail_fast,
         )
     finally:
         bar.close()
     data = report.to_dict()
-    print_outcome(data, out, file_specs=file_specs)
-    _write_reports(data, out, json_path=args.json, junit=args.junit, html=args.html)
+    print_outcome(data, out)
+    if config.effective_fail_fast and report.exit_code == EXIT_VIOLATIONS:
+        out.write(f"\nstopped at the first hard violation (fail fast): {bar.done} of {bar.total} units run\n")
+    _write_reports(
+        data, out, json_path=config.json and str(config.json), junit=config.junit and str(config.junit),
+        html=config.html and str(config.html),
+    )
     return int(report.exit_code)
 
 
@@ -419,8 +412,11 @@ def command_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     path = _existing_file(args.file, "FILE")
     from .runner import replay
 
-    retriever = load_retriever_spec(args.retriever) if args.retriever else None
-    outcome = replay(path, retriever=retriever)
+    if args.retriever:
+        from .adapters import load_retriever
+
+        load_retriever(args.retriever)  # a typo is a usage error here, not a retriever error while replaying
+    outcome = replay(path, retriever=args.retriever)
     if outcome.error is not None:
         out.write(f"error: the retriever failed while replaying {args.file}: {outcome.error}\n")
     elif outcome.reproduced:
@@ -482,34 +478,61 @@ def command_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def command_init(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Scaffold ragmorph_adapter.py and test_ragmorph.py; never overwrite an existing file."""
+    """Scaffold ragmorph.toml, an adapter, a pytest file and (when missing) sample data; never overwrite."""
     folder = Path(args.dir)
-    files = scaffold_files(folder=folder, corpus=args.corpus, cases=args.cases)
+    corpus = Path(args.corpus) if args.corpus else folder / "data" / "corpus.jsonl"
+    cases = Path(args.cases) if args.cases else folder / "data" / "cases.jsonl"
+    files = scaffold_files(folder=folder, corpus=corpus, cases=cases)
     existing = [name for name in files if (folder / name).exists()]
     if existing:
         raise UsageError(
             f"expected no existing {', '.join(existing)} in {str(folder)!r}, got existing files: "
             "ragmorph init never overwrites; move them away or choose another DIR"
         )
+    if corpus.exists() != cases.exists():
+        raise UsageError(
+            f"expected both {str(corpus)!r} and {str(cases)!r} or neither (then sample data is written), got only "
+            f"{str(corpus if corpus.exists() else cases)!r}"
+        )
     folder.mkdir(parents=True, exist_ok=True)
+    written = []
     for name, text in files.items():
         # "x" mode: a file that appeared since the check above is still never overwritten.
         with open(folder / name, "x", encoding="utf-8") as handle:
             handle.write(text)
-        out.write(f"created {folder / name}\n")
+        written.append(folder / name)
+    if not corpus.exists():
+        written += _write_sample_world(corpus, cases)
+    for path in written:
+        out.write(f"created {path}\n")
+    where = "" if folder.resolve() == Path.cwd().resolve() else f"cd {folder} && "
     out.write(
-        "next: edit ragmorph_adapter.py to call your retriever, then run\n"
-        f"  ragmorph run --retriever {folder / 'ragmorph_adapter.py'}:factory "
-        f"--corpus {args.corpus} --cases {args.cases}\n"
-        f"  pytest {folder / 'test_ragmorph.py'}\n"
+        "next: run the suite on the sample data, then edit ragmorph_adapter.py to call your retriever and point "
+        "ragmorph.toml at your corpus and cases\n"
+        f"  {where}ragmorph run --profile smoke\n"
+        f"  {where}ragmorph run\n"
+        f"  {where}pytest test_ragmorph.py\n"
     )
     return EXIT_OK
+
+
+def _write_sample_world(corpus: Path, cases: Path) -> list[Path]:
+    """A small two-tenant world with superseded versions (the generator's seed 0), as native files."""
+    from .io import write_cases, write_corpus
+    from .worlds import generate
+
+    world = generate(0, chunks=24, cases=4)
+    for path in (corpus, cases):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    write_corpus(world.corpus, corpus)
+    write_cases(world.cases, cases)
+    return [corpus, cases]
 
 
 _ADAPTER_TEMPLATE = '''\
 """ragmorph adapter: a factory that builds your retriever over exactly the corpus ragmorph hands it.
 
-Try it:  ragmorph run --retriever {adapter}:factory --corpus {corpus} --cases {cases}
+ragmorph.toml names it; try it with `ragmorph run` in {folder}.
 """
 
 from __future__ import annotations
@@ -539,36 +562,50 @@ def factory(corpus: Corpus) -> MyRetriever:
 '''
 
 _TEST_TEMPLATE = '''\
-"""Metamorphic tests of the retriever in ragmorph_adapter.py: one pytest item per retriever x strategy x relation.
+"""Metamorphic tests of the retrievers in ragmorph.toml: one pytest item per retriever x strategy x relation.
 
 Run:  pytest {test_file}     (options: pytest --help, section "ragmorph")
 """
 
 from ragmorph.pytest_plugin import suite
 
-# Paths are relative to this file. Add more retrievers to compare them in one run.
-ragmorph_suite = suite(
-    retrievers={{"mine": "ragmorph_adapter.py:factory"}},
-    corpus="{corpus}",
-    cases="{cases}",
-    ks=(1, 3, 5, 10),
-)
+# Reads the nearest ragmorph.toml (or [tool.ragmorph] in pyproject.toml): the same retrievers, data and budget
+# as `ragmorph run`.
+ragmorph_suite = suite()
+'''
+
+_CONFIG_TEMPLATE = '''\
+# ragmorph config: `ragmorph run` runs it, `pytest test_ragmorph.py` reads it. Paths are relative to this file.
+# Command-line options override these keys. Reference: README, section "Config file".
+
+corpus = "{corpus}"
+cases = "{cases}"
+ks = [1, 3, 5, 10]
+# strategies = ["tenancy", "cutoff", "removal"]   # default: the default suite (`ragmorph strategies`)
+profile = "default"                             # "smoke": a budget of seconds for a pre-commit loop
+seed = 0
+
+[retrievers]
+mine = {{ spec = "ragmorph_adapter.py:factory", traits = [] }}
+# bm25 = "ragmorph.adapters:BM25Retriever"      # a baseline to compare with
+
+[outputs]
+json = "ragmorph-report/report.json"
+html = "ragmorph-report/report.html"
+replays = "ragmorph-report/replays"
 '''
 
 
-def scaffold_files(*, folder: Path, corpus: str, cases: str) -> dict[str, str]:
-    """The files `ragmorph init` writes into `folder`: name -> text (paths in the test file are relative to it)."""
+def scaffold_files(*, folder: Path, corpus: Path, cases: Path) -> dict[str, str]:
+    """The files `ragmorph init` writes into `folder`: name -> text (paths in the config are relative to it)."""
 
-    def relative(path: str) -> str:
-        return Path(os.path.relpath(Path(path).resolve(), folder.resolve())).as_posix()
+    def relative(path: Path) -> str:
+        return Path(os.path.relpath(path.resolve(), folder.resolve())).as_posix()
 
     return {
-        "ragmorph_adapter.py": _ADAPTER_TEMPLATE.format(
-            adapter=(folder / "ragmorph_adapter.py").as_posix(), corpus=corpus, cases=cases
-        ),
-        "test_ragmorph.py": _TEST_TEMPLATE.format(
-            test_file=(folder / "test_ragmorph.py").as_posix(), corpus=relative(corpus), cases=relative(cases)
-        ),
+        "ragmorph.toml": _CONFIG_TEMPLATE.format(corpus=relative(corpus), cases=relative(cases)),
+        "ragmorph_adapter.py": _ADAPTER_TEMPLATE.format(folder=folder.as_posix()),
+        "test_ragmorph.py": _TEST_TEMPLATE.format(test_file=(folder / "test_ragmorph.py").as_posix()),
     }
 
 
@@ -634,24 +671,40 @@ def build_parser() -> argparse.ArgumentParser:
         commands,
         "run",
         command_run,
-        "Run the metamorphic suite over your retrievers. A retriever is 'package.module:attr' or "
-        "'path/to/file.py:attr' naming a factory (called with the corpus) or a retriever object; prefix "
-        "'name=' to name it in reports.",
+        "Run the metamorphic suite over your retrievers. Without options it runs the config file (ragmorph.toml, "
+        "or [tool.ragmorph] in pyproject.toml, found in this folder or above); options override its keys. A "
+        "retriever is 'package.module:attr' or 'path/to/file.py:attr' naming a factory (called with the corpus) or "
+        "a retriever object; prefix 'name=' to name it in reports. Replay files are saved next to the report "
+        "(default ragmorph-report/replays).",
         """
+        ragmorph run
+        ragmorph run --profile smoke
         ragmorph run --retriever bm25=ragmorph.adapters:BM25Retriever --corpus corpus.jsonl --cases cases.jsonl \\
             --strategies tenancy,cutoff --k 3,10 --max-examples 20 --json report.json --junit junit.xml
+        ragmorph run --retriever mine=adapter.py:factory --cases ragas.jsonl --format ragas
+        ragmorph run --retriever mine=adapter.py:factory --beir datasets/scifact --traits mine=lexical
         """,
     )
-    run.add_argument("--retriever", action="append", required=True, metavar="[NAME=]MOD:ATTR", help="repeatable")
-    run.add_argument("--corpus", required=True, help="native corpus.jsonl")
-    run.add_argument("--cases", required=True, help="native cases.jsonl")
+    from .config import PROFILES, describe_profiles
+
+    run.add_argument("--config", metavar="FILE", help="config file (default: the nearest ragmorph.toml or pyproject.toml)")
+    run.add_argument("--retriever", action="append", metavar="[NAME=]MOD:ATTR", help="repeatable; replaces the config's retrievers")
+    run.add_argument("--traits", action="append", type=_traits_option, metavar="NAME=a,b",
+                     help="declare traits of a retriever (repeatable), e.g. bm25=lexical")
+    run.add_argument("--corpus", help="native corpus.jsonl")
+    run.add_argument("--cases", help="native cases.jsonl, or Ragas rows with --format ragas")
+    run.add_argument("--format", choices=("native", "ragas"), help="format of --cases (default native)")
+    run.add_argument("--beir", metavar="DIR", help="a BEIR folder (corpus.jsonl, queries.jsonl, qrels/) instead of --corpus/--cases")
+    run.add_argument("--split", help="BEIR qrels split (default test)")
     run.add_argument("--strategies", type=_name_list, help="strategy families, comma separated (default: the default suite)")
-    run.add_argument("--k", type=_int_list, default=DEFAULT_KS, help="cutoffs, comma separated (default 1,3,5,10)")
-    run.add_argument("--max-examples", type=_positive_int, default=25, help="perturbations per unit (default 25)")
-    run.add_argument("--seed", type=int, default=0, help="run seed; the same seed gives the same report (default 0)")
+    run.add_argument("--profile", choices=tuple(PROFILES), help=f"budget ({describe_profiles()})")
+    run.add_argument("--k", type=_int_list, help="cutoffs, comma separated (default 1,3,5,10)")
+    run.add_argument("--max-examples", type=_positive_int, help="perturbations per unit (default 25)")
+    run.add_argument("--seed", type=int, help="run seed; the same seed gives the same report (default 0)")
     run.add_argument("--derandomize", action="store_true", help="Hypothesis derandomize mode (for CI)")
+    run.add_argument("--fail-fast", action="store_true", help="stop after the first unit with a hard violation")
     run.add_argument("--timeout", type=_positive_float, help="per-call retriever time limit in seconds")
-    run.add_argument("--replay-dir", metavar="DIR", help="write a replay file per violation here")
+    run.add_argument("--replay-dir", metavar="DIR", help="replay files go here (default: replays/ next to the report)")
     run.add_argument("--json", metavar="FILE", help="write the ragmorph.report/1 JSON report")
     run.add_argument("--junit", metavar="FILE", help="write JUnit XML (one testcase per retriever x strategy x relation)")
     run.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
@@ -704,16 +757,17 @@ def build_parser() -> argparse.ArgumentParser:
         commands,
         "init",
         command_init,
-        "Scaffold ragmorph_adapter.py (a factory template around your retriever) and test_ragmorph.py (a "
-        "pytest file using the ragmorph plugin). Never overwrites an existing file.",
+        "Scaffold ragmorph.toml (the config `ragmorph run` and the pytest plugin read), ragmorph_adapter.py (a "
+        "factory template around your retriever), test_ragmorph.py (a pytest file using the plugin) and, unless "
+        "the corpus and cases exist, a small sample corpus and cases to try them on. Never overwrites a file.",
         """
         ragmorph init tests/retrieval --corpus data/corpus.jsonl --cases data/cases.jsonl
         """,
         exit_codes=False,
     )
     init.add_argument("dir", nargs="?", default=".", metavar="DIR", help="folder to write into (default .)")
-    init.add_argument("--corpus", default="data/corpus.jsonl", help="corpus path the templates use")
-    init.add_argument("--cases", default="data/cases.jsonl", help="cases path the templates use")
+    init.add_argument("--corpus", help="your corpus.jsonl (default DIR/data/corpus.jsonl, sample data if missing)")
+    init.add_argument("--cases", help="your cases.jsonl (default DIR/data/cases.jsonl, sample data if missing)")
     return parser
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 __all__ = [
     "AdapterError",
+    "ContractRule",
     "InputError",
     "InvalidResponse",
     "RagmorphError",
@@ -93,8 +95,33 @@ class AdapterError(RagmorphError):
         super().__init__("; ".join(parts))
 
 
+class ContractRule(enum.Enum):
+    """Which rule of the retriever contract (DESIGN section 3) a rejected response broke."""
+
+    MALFORMED = "malformed"  # not a sequence of hits, a hit of the wrong type or shape, an empty id
+    TOO_MANY_HITS = "too_many_hits"
+    DUPLICATE_ID = "duplicate_id"
+    UNKNOWN_ID = "unknown_id"
+    NON_FINITE_SCORE = "non_finite_score"
+    RISING_SCORE = "rising_score"
+
+
 class InvalidResponse(AdapterError):
-    """The retriever answered, but the answer breaks the retriever contract (too many hits, unknown ids...)."""
+    """The retriever answered, but the answer breaks the retriever contract (too many hits, unknown ids...).
+
+    `rule` names the broken rule as a value, so callers never parse the message to tell breaches apart.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        query: str | None = None,
+        excerpt: str | None = None,
+        rule: ContractRule = ContractRule.MALFORMED,
+    ) -> None:
+        super().__init__(message, query=query, excerpt=excerpt)
+        self.rule = rule
 
 
 class RetrieverFailed(AdapterError):

@@ -22,7 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from .adapters._text import default_tokenize
+from .adapters import default_tokenize
 from .adapters.embedders import CachedEmbedder, Embedder, HashingEmbedder
 from .errors import AdapterError, UsageError, describe
 from .model import Case, Chunk, Corpus

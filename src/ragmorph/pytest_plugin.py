@@ -57,7 +57,9 @@ def _to_named(value: Any) -> Mapping[str, Any]:
 class Suite:
     """What to test: retrievers (objects, factories or 'mod:attr' / 'file.py:attr' strings), corpus and cases.
 
-    `corpus` and `cases` are paths (relative to the test file) or already-built `Corpus` / sequence of `Case`.
+    `corpus` and `cases` are paths (relative to `base`, else to the test file) or an already-built `Corpus` /
+    sequence of `Case`. A suite declared with `config=` (or with nothing) is read from the config file at
+    collection.
     """
 
     retrievers: Mapping[str, Any] = attrs.field(converter=_to_named)
@@ -67,26 +69,44 @@ class Suite:
     ks: tuple[int, ...] = (1, 3, 5, 10)
     max_examples: int | None = None
     timeout: float | None = None
+    traits: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    format: str = "native"
+    beir: Any = None
+    split: str = "test"
+    replays: Path | None = None
+    base: Path | None = None
+    config: str | Path | None = None
 
 
 def suite(
     retriever: Any = None,
     *,
     retrievers: Mapping[str, Any] | None = None,
-    corpus: Any,
-    cases: Any,
+    corpus: Any = None,
+    cases: Any = None,
     strategies: Sequence[str] | None = None,
     ks: Sequence[int] = (1, 3, 5, 10),
     max_examples: int | None = None,
     timeout: float | None = None,
+    traits: Mapping[str, Sequence[str]] | None = None,
+    config: str | Path | None = None,
 ) -> Suite:
     """Declare a ragmorph suite in a test module (assign it to a module-level name, e.g. `ragmorph_suite`).
 
-    Give one `retriever` (named after its attribute) or several `retrievers={"name": ...}`.
+    Give one `retriever` (named after its attribute) or several `retrievers={"name": ...}` with `corpus` and
+    `cases`; or `suite()` / `suite(config="ragmorph.toml")` to test what the project's config file declares
+    (found from the test file's folder upward; its paths are relative to the config file).
     """
+    if retriever is None and retrievers is None and corpus is None and cases is None:
+        return Suite(retrievers={}, corpus=None, cases=None, config=config or "")
+    if config is not None:
+        raise UsageError("expected either config=... or retrievers, corpus and cases, got both")
     if (retriever is None) == (retrievers is None):
         raise UsageError("expected exactly one of retriever=... or retrievers={name: ...}, got "
                          + ("both" if retriever is not None else "neither"))
+    if corpus is None or cases is None:
+        raise UsageError("expected corpus= and cases= (paths, or a Corpus and its cases), got "
+                         + " and ".join(n for n, v in (("no corpus", corpus), ("no cases", cases)) if v is None))
     if retrievers is None:
         retrievers = {_default_name(retriever): retriever}
     if not retrievers:
@@ -102,6 +122,39 @@ def suite(
         ks=tuple(ks),
         max_examples=max_examples,
         timeout=timeout,
+        traits={name: tuple(values) for name, values in (traits or {}).items()},
+    )
+
+
+def _from_config(declared: Suite, folder: Path) -> Suite:
+    """The concrete suite a `suite(config=...)` declaration names (paths relative to the config file)."""
+    from .config import find_config, load_config
+
+    path = Path(declared.config) if declared.config else find_config(folder)
+    if path is None:
+        raise UsageError(
+            f"expected a config file (ragmorph.toml, or [tool.ragmorph] in pyproject.toml) in {str(folder)!r} or "
+            "above for suite(), got none; `ragmorph init` writes one"
+        )
+    config = load_config(path if path.is_absolute() else folder / path)
+    if not config.retrievers:
+        raise UsageError(f"expected retrievers in {config.path}, got none")
+    return Suite(
+        retrievers=config.targets(),
+        corpus=None if config.corpus is None else config.corpus.resolve(),
+        cases=None if config.cases is None else config.cases.resolve(),
+        strategies=config.strategies,
+        ks=config.effective_ks,
+        max_examples=config.max_examples if config.max_examples is not None else (
+            config.budget.max_examples if config.profile != "default" else None
+        ),
+        timeout=config.timeout,
+        traits=config.traits(),
+        format=config.format,
+        beir=None if config.beir is None else config.beir.resolve(),
+        split=config.split,
+        replays=None if config.replays is None else config.replays.resolve(),
+        base=config.path.parent.resolve() if config.path is not None else None,
     )
 
 
@@ -131,6 +184,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """Register the marker the plugin puts on its items."""
     config.addinivalue_line("markers", "ragmorph: a ragmorph metamorphic relation item")
+    # The plugin marks its items for `--dist loadgroup`; registered here too so runs without xdist do not warn.
+    config.addinivalue_line("markers", "xdist_group(name): pytest-xdist runs items of one group on one worker")
     config.stash[_CACHE_KEY] = {}
 
 
@@ -171,9 +226,15 @@ def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: objec
     """Turn a module-level Suite into one item per retriever x strategy x relation."""
     if not isinstance(obj, Suite) or not isinstance(collector, pytest.Module):
         return None
+    from .errors import RagmorphError
     from .strategies import CATALOG, DEFAULT_SUITE
 
     config = collector.config
+    try:
+        obj = _prepared(collector, name, obj)
+    except RagmorphError as error:
+        # One collection error naming the problem, instead of one failing item (and traceback) per relation.
+        raise collector.CollectError(f"ragmorph suite {name!r}: {error}") from None
     only = config.getoption("--ragmorph-strategies")
     families = obj.strategies if obj.strategies is not None else tuple(DEFAULT_SUITE)
     if only:
@@ -182,7 +243,7 @@ def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: objec
     known = {relation.family for relation in CATALOG}
     unknown = [f for f in families if f not in known]
     if unknown:
-        raise UsageError(f"expected strategy families among {sorted(known)}, got {unknown} in {name}")
+        raise collector.CollectError(f"ragmorph suite {name!r}: expected strategy families among {sorted(known)}, got {unknown}")
     prefix = "" if name == "ragmorph_suite" else f"{name}-"
     # A response that breaks the retriever contract inside another family's perturbed world is reported by
     # that family's run, so every family also gets its own `<family>-valid_response` item.
@@ -258,7 +319,9 @@ class RelationItem(pytest.Item):
             raise RelationFailed(_failure_text(failures))
         if errors:
             reasons = "; ".join(f"case {r['case']}: {r.get('reason')}" for r in errors[:3])
-            raise NoVerdict(f"retriever errors prevented a verdict on {len(errors)} case(s): {reasons}")
+            from .reporting import plural
+
+            raise NoVerdict(f"retriever errors prevented a verdict on {plural(len(errors), 'case')}: {reasons}")
         if results and all(r["status"] == "not_applicable" for r in results):
             reasons = sorted({str(r.get("reason")) for r in results})
             pytest.skip(f"not applicable: {'; '.join(reasons)}")
@@ -271,13 +334,16 @@ class RelationItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, None, str]:
         """Where the item comes from (the test module) and its readable name."""
-        return self.path, None, f"ragmorph {self.retriever}: {self.family}.{self.relation} ({self.severity})"
+        # Relation names already start with their family (`tenancy.unauthorized_zero`); a contract relation
+        # judged inside another family's run says which family found it.
+        where = self.relation if self.relation.startswith(self.family + ".") else f"{self.family}: {self.relation}"
+        return self.path, None, f"ragmorph {self.retriever}: {where} ({self.severity})"
 
 
 def _failure_text(failures: Sequence[Mapping[str, Any]]) -> str:
-    from .reporting import render_violation
+    from .reporting import plural, render_violation
 
-    parts = [f"hard relation violated on {len(failures)} case(s): {', '.join(str(r['case']) for r in failures)}"]
+    parts = [f"hard relation violated on {plural(len(failures), 'case')}: {', '.join(str(r['case']) for r in failures)}"]
     for result in failures[:2]:
         violation = result.get("violation")
         if violation:
@@ -297,60 +363,76 @@ def _resolve_path(value: Any, base: Path) -> Any:
 
 
 def _load_world(declared: Suite, base: Path) -> tuple[Any, Any]:
+    from .config import load_world
     from .model import Corpus, validate_cases
 
-    corpus = _resolve_path(declared.corpus, base)
-    if isinstance(corpus, Path):
-        from .io import read_corpus
+    corpus, cases = _resolve_path(declared.corpus, base), _resolve_path(declared.cases, base)
+    if declared.beir is not None or declared.format != "native":
+        return load_world(
+            corpus=corpus, cases=cases, format=declared.format, beir=_resolve_path(declared.beir, base),
+            split=declared.split,
+        )
+    from .io import read_cases, read_corpus
 
+    if isinstance(corpus, Path):
         corpus = read_corpus(corpus)
     elif not isinstance(corpus, Corpus):
         raise UsageError(f"expected corpus= as a path or a Corpus, got {type(corpus).__name__}")
-    cases = _resolve_path(declared.cases, base)
     if isinstance(cases, Path):
-        from .io import read_cases
-
-        cases = read_cases(cases, corpus=corpus)
-    else:
-        cases = tuple(cases)
-        validate_cases(corpus, cases)
+        return corpus, read_cases(cases, corpus=corpus)
+    cases = tuple(cases)
+    validate_cases(corpus, cases)
     return corpus, cases
 
 
 def _load_retriever(value: Any, base: Path) -> Any:
-    """A suite's retriever as `check` should get it: module specs stay strings (so replay files record them)."""
+    """A suite's retriever as `check` should get it: specs stay strings (so replay files record them).
+
+    A relative file spec is made absolute against the suite's folder, so the replay command works anywhere.
+    """
     if not isinstance(value, str):
         return value
-    from .cli import load_retriever_spec
+    from .adapters import is_file_spec, load_retriever
 
-    target, _, attr = value.rpartition(":")
-    if target.endswith(".py"):
-        return load_retriever_spec(f"{target if Path(target).is_absolute() else base / target}:{attr}")
-    load_retriever_spec(value)  # fail on a typo now, as a usage error, not as one error result per unit
+    if is_file_spec(value):
+        target, _, attr = value.rpartition(":")
+        value = f"{(base / target).resolve() if not Path(target).is_absolute() else target}:{attr}"
+    load_retriever(value)  # fail on a typo now, as a usage error, not as one error result per unit
     return value
+
+
+def _prepared(collector: pytest.Module, name: str, declared: Suite) -> Suite:
+    """The suite of `collector.name` with its config read, world loaded and retrievers checked (cached)."""
+    cache = collector.config.stash[_CACHE_KEY]
+    key = (collector.nodeid, name, "suite")
+    if key not in cache:
+        folder = Path(collector.path).parent
+        concrete = _from_config(declared, folder) if declared.config is not None else declared
+        base = concrete.base or folder
+        world = _load_world(concrete, base)
+        retrievers = {n: _load_retriever(value, base) for n, value in concrete.retrievers.items()}
+        cache[key] = (attrs.evolve(concrete, retrievers=retrievers, base=base), world)
+    return cache[key][0]
 
 
 def _engine_report(item: RelationItem) -> dict[str, Any]:
     """The report dict of one engine run per (module, suite, retriever, strategy), computed once per process."""
     cache = item.config.stash[_CACHE_KEY]
     module = item.parent
-    declared: Suite = getattr(module.obj, item.suite_name)
-    base = Path(module.path).parent
     key = (module.nodeid, item.suite_name, item.retriever, item.family)
     if key in cache:
         return cache[key]
-    world_key = (module.nodeid, item.suite_name, "world")
-    if world_key not in cache:
-        cache[world_key] = _load_world(declared, base)
-    corpus, cases = cache[world_key]
+    declared, (corpus, cases) = cache[(module.nodeid, item.suite_name, "suite")]
     from .runner import check
 
     effective = _settings(item.config, declared)
     ks_option = item.config.getoption("--ragmorph-ks")
     ks = tuple(int(k) for k in ks_option.split(",")) if ks_option else declared.ks
-    replay_dir = item.config.getoption("--ragmorph-replay-dir") or (item.config.rootpath / ".ragmorph" / "replays")
+    replay_dir = (
+        item.config.getoption("--ragmorph-replay-dir") or declared.replays or (item.config.rootpath / ".ragmorph" / "replays")
+    )
     report = check(
-        {item.retriever: _load_retriever(declared.retrievers[item.retriever], base)},
+        {item.retriever: declared.retrievers[item.retriever]},
         corpus,
         cases,
         strategies=[item.family],
@@ -360,6 +442,7 @@ def _engine_report(item: RelationItem) -> dict[str, Any]:
         derandomize=effective["derandomize"],
         replay_dir=replay_dir,
         timeout=item.config.getoption("--ragmorph-timeout") or declared.timeout,
+        traits={item.retriever: declared.traits.get(item.retriever, ())},
     )
     cache[key] = report.to_dict()
     return cache[key]

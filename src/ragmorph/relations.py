@@ -9,18 +9,22 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar
 
 import attrs
 
-from .model import Hit, Params, Ranking, World
+from .errors import ContractRule, UsageError
+from .model import Hit, Ranking, World
 
 __all__ = [
     "Call",
     "Direction",
+    "Edit",
+    "Instance",
     "Observation",
-    "Perturbation",
+    "Plan",
     "Relation",
+    "Role",
     "Severity",
     "Verdict",
     "compare_up_to_ties",
@@ -52,27 +56,103 @@ class Severity(enum.Enum):
     SOFT = "soft"
 
 
+class Instance(enum.Enum):
+    """Which retriever instance answers a call of a plan (the executor owns building, editing and closing them)."""
+
+    # The unit's instance over the base corpus. A call over an edited corpus has the edit applied to it and undone
+    # after (by `Call.edit`; unset: a delta when the instance takes one, else a fresh index over that corpus).
+    # Answers are served from the run's call cache.
+    BASE = "base"
+    # The base instance as the earlier calls of the plan left it, never cached: state between calls is under test.
+    SAME = "same"
+    # A fresh instance the factory builds over the call's corpus (closed after the call).
+    FRESH = "fresh"
+    # The retriever's declared exact twin (a `ragmorph_twin` factory), built over the call's corpus.
+    TWIN = "twin"
+    # No retriever call: `Call.derive` turns the base observation's ranking into this observation's ranking.
+    DERIVED = "derived"
+
+
+class Edit(enum.Enum):
+    """How the corpus of a call reaches an existing instance (BASE or SAME); always undone after the call."""
+
+    DELTA = "delta"  # add(chunks) / remove(ids)
+    UPDATE = "update"  # update(chunks): the same ids with new content
+    INDEX = "index"  # index(corpus) on the existing instance
+
+
+class Role(enum.Enum):
+    """Which observation of the pair a call's answer is."""
+
+    BASE = "base"
+    FOLLOW = "follow"
+
+
 @attrs.frozen
 class Call:
-    """One retriever call: a query with its parameters."""
+    """One call of a plan: ask `world`'s query with its k and filters, over its corpus, on `instance`."""
 
-    query: str
-    params: Params
+    world: World
+    instance: Instance = Instance.BASE
+    edit: Edit | None = None
+    role: Role | None = None
+    derive: Callable[[Ranking], Ranking] | None = attrs.field(default=None, eq=False, repr=False)
+
+
+@attrs.frozen
+class Plan:
+    """What a perturbation asks of the executor: calls made in order, two of them the base and follow-up.
+
+    On the first response that breaks the retriever contract the executor stops: that invalid observation takes
+    the first role not yet observed, and a role never reached is an empty observation of its world.
+    """
+
+    calls: tuple[Call, ...] = attrs.field(converter=tuple)
+
+    def __attrs_post_init__(self) -> None:
+        roles = [c.role for c in self.calls if c.role is not None]
+        if roles.count(Role.BASE) != 1 or roles.count(Role.FOLLOW) != 1 or roles.index(Role.BASE) > roles.index(Role.FOLLOW):
+            raise UsageError(f"expected a plan with one base call, then one follow-up call, got roles {[r.value for r in roles]}")
+        for call in self.calls:
+            if (call.instance is Instance.DERIVED) != (call.derive is not None) or (
+                call.instance is Instance.DERIVED and call.role is not Role.FOLLOW
+            ):
+                raise UsageError("expected `derive` exactly on the follow-up call of Instance.DERIVED, got " + repr(call))
+
+    @classmethod
+    def pair(cls, base: World, follow: World, *, instance: Instance = Instance.BASE, edit: Edit | None = None) -> Plan:
+        """The usual plan: the base world on the base instance, then the follow-up world on `instance`."""
+        return cls((Call(base, role=Role.BASE), Call(follow, instance, edit, Role.FOLLOW)))
+
+    def _of(self, role: Role) -> Call:
+        return next(c for c in self.calls if c.role is role)
+
+    @property
+    def base(self) -> World:
+        """The base world (of the base call)."""
+        return self._of(Role.BASE).world
+
+    @property
+    def follow(self) -> World:
+        """The follow-up world: the world change this plan tests."""
+        return self._of(Role.FOLLOW).world
 
 
 @attrs.frozen
 class Observation:
-    """What one retriever call on a world returned; `metrics` holds the metric values computed on it.
+    """What one retriever call on a world returned; `metrics` maps metric names (`R@5`) to their values on it.
 
-    `invalid` is the validator's message when the response broke the retriever contract (more than k hits,
-    a repeated or unknown id, a non-finite score...): then `ranking` is empty and only the contract relation
+    The executor attaches the metrics (computed on first use), so relations read values and never compute them.
+    `rule` is the contract rule the response broke (more than k hits, a repeated or unknown id, a non-finite
+    score...) and `invalid` the validator's message: then `ranking` is empty and only the contract relation
     judges the observation.
     """
 
     world: World
     ranking: Ranking
-    metrics: Mapping[str, float | None] = attrs.field(factory=dict)
+    metrics: Mapping[str, float | None] = attrs.field(factory=dict, eq=False, repr=False)
     invalid: str | None = None
+    rule: ContractRule | None = None
 
 
 @attrs.frozen
@@ -105,17 +185,6 @@ class Verdict:
         return cls(True, detail, applicable=False)
 
 
-@runtime_checkable
-class Perturbation(Protocol):
-    """A small printable value describing one change to a world; `apply` is pure (`World -> World`)."""
-
-    family: ClassVar[str]
-
-    def apply(self, world: World) -> World:
-        """Return the perturbed world; never edits `world`."""
-        ...
-
-
 @attrs.frozen
 class Relation:
     """One metamorphic relation: what is compared, the expected direction, severity and assumptions.
@@ -130,12 +199,14 @@ class Relation:
     direction: Direction
     severity: Severity
     check: Callable[[Observation, Observation], Verdict] = attrs.field(repr=False, eq=False)
-    tolerance: float = 0.0
     assumptions: tuple[str, ...] = ()
     # Perturbation type names this relation judges (empty: every perturbation of its family).
     applies_to: tuple[str, ...] = ()
     # Retriever traits the relation presumes (e.g. "lexical"); without them it is reported not_applicable.
     requires: tuple[str, ...] = ()
+    # True for relations that judge the retriever's filtering: where ragmorph does the filtering for it
+    # (`Capabilities.filtered_by == "ragmorph"`), they would judge ragmorph's own filter, so they are not_applicable.
+    judges_filtering: bool = False
 
     registry_fields: ClassVar[tuple[str, ...]] = (
         "name",
@@ -144,10 +215,10 @@ class Relation:
         "target",
         "direction",
         "severity",
-        "tolerance",
         "assumptions",
         "applies_to",
         "requires",
+        "judges_filtering",
     )
 
     def describe(self) -> dict[str, Any]:

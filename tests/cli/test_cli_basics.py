@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from ragmorph import __version__
-from ragmorph.cli import EXIT_OK, EXIT_USAGE, format_error, load_retriever_spec, main
+from ragmorph.adapters import load_retriever as load_retriever_spec
+from ragmorph.cli import EXIT_OK, EXIT_USAGE, format_error, main
 from ragmorph.errors import InputError, UsageError
 
 COMMANDS = ("metrics", "run", "replay", "strategies", "demo", "init")
@@ -46,7 +47,7 @@ def test_no_command_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) 
     ("argv", "message"),
     [
         (["frobnicate"], "invalid choice"),
-        (["run", "--corpus", "c.jsonl", "--cases", "q.jsonl"], "--retriever"),
+        (["run", "--k", "3"], "expected --retriever MOD:ATTR or a config file"),
         (["run", "--retriever", "a:b", "--corpus", "c", "--cases", "q", "--k", "0,3"], "expected positive integers"),
         (["run", "--retriever", "a:b", "--corpus", "c", "--cases", "q", "--max-examples", "many"], "positive integer"),
         (["run", "--retriever", "a:b", "--corpus", "c", "--cases", "q", "--timeout", "-1"], "positive number"),
@@ -89,7 +90,7 @@ def test_retriever_file_that_does_not_exist_is_a_usage_error(tmp_path: Path) -> 
 def test_retriever_file_without_the_attribute_lists_what_it_has(tmp_path: Path) -> None:
     source = tmp_path / "search.py"
     source.write_text("def build(corpus):\n    return None\n", encoding="utf-8")
-    with pytest.raises(UsageError, match="to define 'factory', got only build"):
+    with pytest.raises(UsageError, match=r"has no attribute 'factory'; it has \['build'\]"):
         load_retriever_spec(f"{source}:factory")
 
 
@@ -103,29 +104,38 @@ def test_retriever_file_that_raises_on_import_is_a_usage_error(tmp_path: Path) -
 # ---------------------------------------------------------------------------------------------------- init
 
 
-def test_init_writes_an_adapter_and_a_test_file_that_compile(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_init_writes_a_config_an_adapter_a_test_file_and_sample_data(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     target = tmp_path / "retrieval"
-    assert main(["init", str(target), "--corpus", "data/corpus.jsonl", "--cases", "data/cases.jsonl"]) == EXIT_OK
+    assert main(["init", str(target)]) == EXIT_OK
     adapter = (target / "ragmorph_adapter.py").read_text(encoding="utf-8")
     test_file = (target / "test_ragmorph.py").read_text(encoding="utf-8")
     compile(adapter, "ragmorph_adapter.py", "exec")
     compile(test_file, "test_ragmorph.py", "exec")
     assert "def factory(corpus: Corpus)" in adapter
-    assert '"ragmorph_adapter.py:factory"' in test_file
+    assert "ragmorph_suite = suite()" in test_file
+    config = (target / "ragmorph.toml").read_text(encoding="utf-8")
+    assert 'spec = "ragmorph_adapter.py:factory"' in config and 'corpus = "data/corpus.jsonl"' in config
+    assert (target / "data" / "corpus.jsonl").stat().st_size > 0 and (target / "data" / "cases.jsonl").stat().st_size > 0
     out = capsys.readouterr().out
     assert f"created {target / 'ragmorph_adapter.py'}" in out
-    assert "ragmorph run --retriever" in out
+    assert f"cd {target} && ragmorph run" in out
 
 
-def test_init_paths_in_the_test_file_are_relative_to_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_init_paths_in_the_config_are_relative_to_it_and_existing_data_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "corpus.jsonl").write_text("mine\n", encoding="utf-8")
+    (tmp_path / "data" / "cases.jsonl").write_text("mine\n", encoding="utf-8")
     assert main(["init", "tests/rag", "--corpus", "data/corpus.jsonl", "--cases", "data/cases.jsonl"]) == EXIT_OK
-    text = (tmp_path / "tests" / "rag" / "test_ragmorph.py").read_text(encoding="utf-8")
-    assert 'corpus="../../data/corpus.jsonl"' in text
-    assert 'cases="../../data/cases.jsonl"' in text
+    text = (tmp_path / "tests" / "rag" / "ragmorph.toml").read_text(encoding="utf-8")
+    assert 'corpus = "../../data/corpus.jsonl"' in text
+    assert 'cases = "../../data/cases.jsonl"' in text
+    assert (tmp_path / "data" / "corpus.jsonl").read_text(encoding="utf-8") == "mine\n"
 
 
-@pytest.mark.parametrize("existing", ["ragmorph_adapter.py", "test_ragmorph.py"])
+@pytest.mark.parametrize("existing", ["ragmorph.toml", "ragmorph_adapter.py", "test_ragmorph.py"])
 def test_init_never_overwrites_and_writes_nothing_when_one_file_exists(
     existing: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

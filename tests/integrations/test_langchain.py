@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -10,11 +11,11 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore
 
-from ragmorph.adapters import HashingEmbedder, validate_hits
+from ragmorph.adapters import HashingEmbedder, describe_capabilities, validate_hits
 from ragmorph.adapters.langchain import LangChainRetriever, langchain_bm25_factory
 from ragmorph.errors import InvalidResponse, UsageError
-from ragmorph.model import Chunk, Corpus, Filters
-from support.integration_checks import tenant_corpus
+from ragmorph.model import Chunk, Corpus, Filters, Hit
+from support.integration_checks import assert_filtered_prefix, tenant_corpus
 
 pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
@@ -78,19 +79,56 @@ def test_the_callers_retriever_keeps_its_k() -> None:
     assert library.k == 3
 
 
-def test_vector_store_retriever_with_search_kwargs_k_and_metadata_filters() -> None:
+def _in_memory_filter(filters: Filters) -> Callable[[Document], bool]:
+    """What an application passes to InMemoryVectorStore: a Document predicate (None tenant = shared)."""
+
+    def allowed(document: Document) -> bool:
+        tenant = document.metadata.get("tenant")
+        if filters.tenant is not None and tenant not in (None, filters.tenant):
+            return False
+        return not (filters.current_only and document.metadata.get("superseded_by"))
+
+    return allowed
+
+
+def test_vector_store_retriever_gets_k_and_the_stores_own_filter() -> None:
     corpus = tenant_corpus()
     library = _vector_retriever(corpus)
-    adapter = LangChainRetriever(library, k_attr="search_kwargs.k")
+    adapter = LangChainRetriever(library, k_attr="search_kwargs.k", filter_mapper=_in_memory_filter)
     hits = adapter.retrieve("parental leave", k=6)
     assert len(hits) == 6 and all(h.score is None for h in hits)
     assert library.search_kwargs == {"k": 2}
-    everything = adapter.retrieve("parental leave", k=len(corpus))
+    assert describe_capabilities(adapter).filtered_by == "retriever"
+    # The retriever returns no scores; the store's own scores tell ties apart from reorderings.
+    scored = library.vectorstore.similarity_search_with_score("parental leave", k=len(corpus))
+    score = {document.metadata["id"]: value for document, value in scored}
+    with_scores = lambda hits: [Hit(h.id, score[h.id]) for h in hits]  # noqa: E731
+    everything = with_scores(adapter.retrieve("parental leave", k=len(corpus)))
+    filters = Filters(tenant="globex", current_only=True)
     for k in range(1, len(corpus) + 1):
-        # No corpus given: the filter reads the documents' own metadata (plain keys, None = shared / current).
-        filtered = adapter.retrieve("parental leave", k=k, filters=Filters(tenant="globex", current_only=True))
-        expected = [h.id for h in everything if Filters(tenant="globex", current_only=True).allows(corpus[h.id])]
-        assert [h.id for h in filtered] == expected[:k]
+        filtered = with_scores(adapter.retrieve("parental leave", k=k, filters=filters))
+        assert_filtered_prefix(filtered, everything, corpus, filters, k)
+
+
+def test_a_retriever_without_a_filter_mapper_takes_no_filters_unless_ragmorph_is_asked() -> None:
+    corpus = tenant_corpus()
+    plain = LangChainRetriever(_vector_retriever(corpus), k_attr="search_kwargs.k")
+    assert not describe_capabilities(plain).supports_filters
+    with pytest.raises(UsageError, match="filter_mapper"):
+        plain.retrieve("leave", k=3, filters=Filters(tenant="acme"))
+    post = LangChainRetriever(_vector_retriever(corpus), k_attr="search_kwargs.k", post_filter=True)
+    assert describe_capabilities(post).filtered_by == "ragmorph"
+    hits = post.retrieve("leave", k=len(corpus), filters=Filters(tenant="acme"))
+    assert {h.id for h in hits} == {c.id for c in corpus if c.visible_to("acme")}
+    with pytest.raises(UsageError, match="both"):
+        LangChainRetriever(_vector_retriever(corpus), filter_mapper=_in_memory_filter, post_filter=True)
+    with pytest.raises(UsageError, match="filter setting 'nope'"):
+        LangChainRetriever(_vector_retriever(corpus), filter_mapper=_in_memory_filter, filter_attr="nope")
+
+
+def test_bm25_factory_post_filters_and_declares_it() -> None:
+    assert describe_capabilities(langchain_bm25_factory).filtered_by == "ragmorph"
+    assert describe_capabilities(langchain_bm25_factory(tenant_corpus())).filtered_by == "ragmorph"
 
 
 def test_score_key_reads_scores_from_document_metadata() -> None:

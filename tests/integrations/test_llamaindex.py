@@ -11,7 +11,7 @@ from llama_index.core.schema import MetadataMode, TextNode
 from llama_index.core.vector_stores.types import FilterOperator, MetadataFilter, MetadataFilters
 from llama_index.retrievers.bm25 import BM25Retriever
 
-from ragmorph.adapters import HashingEmbedder, validate_hits
+from ragmorph.adapters import HashingEmbedder, describe_capabilities, validate_hits
 from ragmorph.adapters.llamaindex import LlamaIndexBM25Retriever, LlamaIndexRetriever, llamaindex_bm25_factory
 from ragmorph.errors import InvalidResponse, UsageError
 from ragmorph.model import Chunk, Corpus, Filters
@@ -50,16 +50,26 @@ def test_indexed_text_is_the_chunk_text_without_metadata_lines() -> None:
     assert all(hit.score == 0 for hit in adapter.retrieve("acme hr", k=len(corpus)))
 
 
-def test_the_library_alone_leaks_filtered_out_nodes_with_score_zero() -> None:
-    """Why the adapter post-filters: llama-index-retrievers-bm25 only zeroes excluded nodes' scores."""
+def test_the_adapter_passes_the_librarys_filter_leak_through() -> None:
+    """llama-index-retrievers-bm25 only zeroes excluded nodes' scores: the adapter returns what the library does."""
     corpus = tenant_corpus()
     adapter = llamaindex_bm25_factory(corpus)
     only_acme = MetadataFilters(filters=[MetadataFilter(key="tenant", value=["acme", ""], operator=FilterOperator.IN)])
     library = BM25Retriever(nodes=adapter.nodes, similarity_top_k=len(corpus), filters=only_acme)
-    returned = [corpus[n.node.metadata["id"]] for n in library.retrieve("parental leave")]
-    assert any(chunk.tenant == "globex" for chunk in returned), "library fixed: the docstring needs updating"
+    from_library = [(n.node.metadata["id"], n.score) for n in library.retrieve("parental leave")]
+    assert any(corpus[chunk_id].tenant == "globex" for chunk_id, _ in from_library), "library fixed: update docs"
+    hits = adapter.retrieve("parental leave", k=len(corpus), filters=Filters(tenant="acme"))
+    assert [(h.id, h.score) for h in hits] == [(i, pytest.approx(s)) for i, s in from_library]
+    assert describe_capabilities(adapter).filtered_by == "retriever"
+
+
+def test_post_filter_asks_ragmorph_to_filter_and_says_so() -> None:
+    corpus = tenant_corpus()
+    adapter = llamaindex_bm25_factory(corpus, post_filter=True)
     hits = adapter.retrieve("parental leave", k=len(corpus), filters=Filters(tenant="acme"))
     assert hits and all(corpus[h.id].visible_to("acme") for h in hits)
+    assert describe_capabilities(adapter).filtered_by == "ragmorph"
+    assert adapter.builds == 1  # one unfiltered build serves every filter set
 
 
 def test_one_build_per_distinct_filter_set_is_cached() -> None:
@@ -112,11 +122,43 @@ def test_generic_wrapper_sets_similarity_top_k_on_a_copy() -> None:
     assert filtered and all(corpus[h.id].visible_to("globex") for h in filtered)
 
 
-def test_generic_wrapper_filters_by_node_metadata_without_a_corpus() -> None:
+def test_generic_wrapper_hands_metadata_filters_to_the_vector_store() -> None:
     corpus = tenant_corpus()
-    adapter = LlamaIndexRetriever(_vector_retriever(corpus))
+    library = _vector_retriever(corpus)
+    adapter = LlamaIndexRetriever(library)
     hits = adapter.retrieve("leave policy", k=len(corpus), filters=Filters(tenant="acme"))
     assert {h.id for h in hits} == {c.id for c in corpus if c.visible_to("acme")}
+    assert library._filters is None  # the filters went to a per-call copy
+    assert describe_capabilities(adapter).filtered_by == "retriever"
+
+
+def test_generic_wrapper_takes_a_users_filter_mapper() -> None:
+    corpus = tenant_corpus()
+    seen: list[Filters] = []
+
+    def only_globex_nodes(filters: Filters) -> MetadataFilters:
+        seen.append(filters)
+        return MetadataFilters(filters=[MetadataFilter(key="tenant", value="globex")])
+
+    adapter = LlamaIndexRetriever(_vector_retriever(corpus), filter_mapper=only_globex_nodes)
+    hits = adapter.retrieve("leave", k=len(corpus), filters=Filters(tenant="globex"))
+    assert {h.id for h in hits} == {c.id for c in corpus if c.tenant == "globex"} and seen == [Filters(tenant="globex")]
+
+
+def test_a_retriever_without_filter_settings_takes_no_filters_unless_ragmorph_is_asked() -> None:
+    corpus = tenant_corpus()
+    library = BM25Retriever(nodes=llamaindex_bm25_factory(corpus).nodes, similarity_top_k=2)
+    plain = LlamaIndexRetriever(library, corpus=corpus)
+    assert not describe_capabilities(plain).supports_filters
+    with pytest.raises(UsageError, match="post_filter=True"):
+        plain.retrieve("leave", k=2, filters=Filters(tenant="acme"))
+    assert len(plain.retrieve("leave", k=2, filters=Filters())) == 2
+    ragmorph_filtered = LlamaIndexRetriever(library, corpus=corpus, post_filter=True, max_k=len(corpus))
+    assert describe_capabilities(ragmorph_filtered).filtered_by == "ragmorph"
+    hits = ragmorph_filtered.retrieve("leave", k=len(corpus), filters=Filters(tenant="acme"))
+    assert hits and all(corpus[h.id].visible_to("acme") for h in hits)
+    with pytest.raises(UsageError, match="filter_mapper"):
+        LlamaIndexRetriever(library, filter_mapper=lambda filters: None)
 
 
 def test_nodes_without_ids_fall_back_to_node_id_and_bad_ids_are_invalid() -> None:

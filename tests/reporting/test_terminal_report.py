@@ -131,3 +131,17 @@ def test_progress_bar_short_tty_run_prints_nothing() -> None:
             clock.now += 0.1
             bar.update()
     assert stream.getvalue() == ""
+
+
+def test_a_rejected_response_shows_the_breach_not_an_empty_table_or_fake_metric_changes() -> None:
+    violation = sample_violation()
+    violation["relation"] = "contract.valid_response"
+    violation["base"]["ranking"], violation["base"]["metrics"] = [], {}
+    violation["base"]["invalid"] = "expected distinct ids, got id='a' at ranks 1 and 2"
+    violation["follow_up"]["ranking"] = []
+    violation["minimal_corpus"] = violation["minimal_corpus"][:1]
+    text = render_violation(violation)
+    assert "  base call     rejected by the response check: expected distinct ids" in text
+    assert "#  base" not in text and "marks:" not in text
+    assert "n/a ->" not in text and "(changed)" not in text
+    assert "minimal corpus  1 chunk (" in text

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from ragmorph.adapters import BM25Retriever
+from ragmorph.errors import ContractRule, InvalidResponse
 from ragmorph.reporting import validate_report
 from ragmorph.runner import check, replay
 from ragmorph.strategies import CATALOG, DEFAULT_SUITE
-from ragmorph.strategies.contract import breach_rule
 from support import engine_retrievers as er
 
 CORPUS, CASES = er.small_world()
@@ -82,13 +84,21 @@ def test_exceptions_and_timeouts_stay_errors_never_a_pass_or_a_failure() -> None
     assert "timeout" in slow.results[0].reason.lower() or "within" in slow.results[0].reason
 
 
-def test_breach_rules_ignore_the_values() -> None:
-    assert breach_rule("expected at most k=1 hits, got 2; cut the response to k") == breach_rule(
-        "expected at most k=5 hits, got 9; cut the response to k"
-    )
-    assert breach_rule("expected distinct ids, got id='a' at ranks 1 and 2") != breach_rule(
-        "expected a finite score, got score=nan for id='a' at rank 1"
-    )
+def test_each_breach_carries_its_rule_as_a_value_not_a_message() -> None:
+    from ragmorph.adapters import validate_hits
+
+    def rule(hits, k=1):
+        with pytest.raises(InvalidResponse) as caught:
+            validate_hits(hits, k=k, query="q", corpus=CORPUS)
+        return caught.value.rule
+
+    known = CORPUS.ids[0]
+    assert rule([known, CORPUS.ids[1]]) is ContractRule.TOO_MANY_HITS
+    assert rule([known, known], k=5) is ContractRule.DUPLICATE_ID
+    assert rule(["no-such-id"]) is ContractRule.UNKNOWN_ID
+    assert rule([(known, float("nan"))]) is ContractRule.NON_FINITE_SCORE
+    assert rule([(known, 1.0), (CORPUS.ids[1], 2.0)], k=5) is ContractRule.RISING_SCORE
+    assert rule([42]) is ContractRule.MALFORMED
 
 
 def test_a_retriever_without_filters_gets_no_filtered_calls_it_cannot_take() -> None:

@@ -152,3 +152,22 @@ def test_bad_arguments_are_usage_errors() -> None:
         check(BM25Retriever, CORPUS, CASES, ks=(0,))
     with pytest.raises(UsageError, match="distinct"):
         check([BM25Retriever, BM25Retriever], CORPUS, CASES)
+
+
+class _PostFilteredByRagmorph(BM25Retriever):
+    """A correct BM25 that declares its filters are applied by ragmorph (as a post-filtering integration does)."""
+
+    ragmorph_filtered_by = "ragmorph"
+
+
+def test_relations_judging_filtering_are_not_applicable_where_ragmorph_filters() -> None:
+    from ragmorph.strategies import CATALOG
+
+    report = check({"post": _PostFilteredByRagmorph}, CORPUS, CASES[:1], strategies=["tenancy", "supersede", "distractors"], max_examples=5)
+    judging = {r.name for r in CATALOG if r.judges_filtering}
+    assert {"tenancy.unauthorized_zero", "supersede.stale_zero", "distractors.lookalike_unauthorized_zero"} <= judging
+    rows = [r for r in report.results if r.relation in judging]
+    assert rows and {r.status for r in rows} == {"not_applicable"}
+    assert {r.reason for r in rows} == {"filtering is done by ragmorph, not by the retriever"}
+    others = [r for r in report.results if r.relation not in judging]
+    assert others and all(r.reason != "filtering is done by ragmorph, not by the retriever" for r in others)

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragmorph.adapters import BM25Retriever
-from ragmorph.adapters._text import default_tokenize
+from ragmorph.adapters import default_tokenize
 from ragmorph.model import Chunk, Corpus
 from ragmorph.strategies.query import EDITS, _edited, query_words
 from support.reference_bm25 import reference_tokenize

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ragmorph.model import Case, Chunk, Corpus, Filters, Hit, Params, Ranking, World
 from ragmorph.relations import Observation, compare_up_to_ties, scores_tied
+from ragmorph.runner import observation
 from ragmorph.strategies import relation
 
 CORPUS = Corpus(
@@ -20,7 +21,7 @@ CASE = Case("q", "alpha question", tenant="acme", evidence=[["a"], ["d"]])
 
 def obs(hits, *, k=3, filters=Filters(), corpus=CORPUS, case=CASE) -> Observation:
     ranking = Ranking(Hit(i, s) if isinstance((i, s)[1], float) else Hit(i) for i, s in hits)
-    return Observation(World(corpus, case, Params(k, filters)), ranking)
+    return observation(World(corpus, case, Params(k, filters)), ranking)
 
 
 def test_compare_up_to_ties_allows_reordering_inside_a_tie_only() -> None:

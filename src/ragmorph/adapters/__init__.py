@@ -5,14 +5,18 @@ from __future__ import annotations
 from ._protocol import (
     AsyncRetriever,
     BatchRetriever,
+    Closable,
     DeltaRetriever,
     Factory,
     RawHit,
+    Reindexable,
     Retriever,
     Revertible,
+    Updatable,
     excerpt,
     normalise_hits,
 )
+from ._text import default_tokenize
 from .bm25 import BM25Retriever, BM25sRetriever
 from .capabilities import (
     PERTURBATION_KINDS,
@@ -27,7 +31,7 @@ from .dense import DenseRetriever, shared_cache
 from .embedders import CachedEmbedder, Embedder, HashingEmbedder, MiniLMEmbedder
 from .function import FunctionRetriever
 from .guard import GuardedRetriever
-from .loading import load_retriever
+from .loading import Configured, is_file_spec, load_retriever, locate_retriever
 from .pipeline import ContextPacker, Dedup, FreshnessFilter, Reranker, TenantFilter, whitespace_tokens
 from .validation import RagmorphWarning, ScoreOrderWarning, validate_hits
 
@@ -38,7 +42,9 @@ __all__ = [
     "BM25sRetriever",
     "BatchRetriever",
     "CachedEmbedder",
+    "Closable",
     "Capabilities",
+    "Configured",
     "ContextPacker",
     "Dedup",
     "DeltaRetriever",
@@ -52,18 +58,23 @@ __all__ = [
     "MiniLMEmbedder",
     "RagmorphWarning",
     "RawHit",
+    "Reindexable",
     "Reranker",
     "Retriever",
     "Revertible",
     "ScoreOrderWarning",
     "TenantFilter",
+    "Updatable",
     "applied_delta",
+    "default_tokenize",
     "describe_capabilities",
     "display_name",
     "excerpt",
     "is_factory",
+    "is_file_spec",
     "is_retriever",
     "load_retriever",
+    "locate_retriever",
     "normalise_hits",
     "shared_cache",
     "validate_hits",

@@ -1,4 +1,4 @@
-"""Helpers shared by the third-party integrations: chunk fields as flat metadata, filters, over-fetching.
+"""Helpers shared by the third-party integrations: chunk fields as flat metadata, filter modes, over-fetching.
 
 Chunk fields are stored in a library's document metadata under these keys (the id key is configurable):
 
@@ -10,9 +10,12 @@ Chunk fields are stored in a library's document metadata under these keys (the i
 - ``"meta.<key>"``: each user metadata value; strings and numbers as they are, anything else (booleans, null,
   lists, objects) as canonical JSON text, so equality filters compare the same encoding on both sides.
 
-Libraries that cannot filter natively are asked for more hits than k and filtered afterwards
-(`fetch_filtered`): the filtered result is then exactly the library's unfiltered ranking with the filtered-out
-chunks dropped, cut to k, so nothing the filter excludes can leak and nothing it admits is lost.
+Filters go to the library's own filter mechanism (a metadata filter, a ``where`` clause, a SQL ``WHERE``), as
+the user's application passes them: a leak or a short list from the library is then the library's, and
+ragmorph's relations see it. Only when the user asks for it (``post_filter=True``), or for a library that
+cannot filter at all, does ragmorph filter instead: it asks for more hits than k and drops the filtered-out
+ones (`fetch_filtered`), and the adapter declares ``ragmorph_filtered_by = "ragmorph"`` so that the relations
+judging filtering report that they do not apply instead of passing on ragmorph's own filter.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ __all__ = [
     "fetch_filtered",
     "fetch_identified",
     "filter_predicate",
+    "filtered_by",
+    "no_filters_error",
     "metadata_allows",
     "require_chunk_id",
     "with_setting",
@@ -56,6 +61,27 @@ _GROWTH = 4
 _MAX_FETCH = 1_000_000
 
 T = TypeVar("T")
+
+# Turns ragmorph's Filters into the library's filter value (a MetadataFilters, a where dict, a callable...).
+FilterMapper = Callable[[Filters], Any]
+
+
+def filtered_by(post_filter: Any, *, native: bool) -> str | None:
+    """Who filters for an adapter: ``"ragmorph"`` when `post_filter` asks for it, ``"retriever"`` for a native
+    filter, None when the adapter cannot filter at all (calls with filters are then refused)."""
+    if not isinstance(post_filter, bool):
+        raise UsageError(f"expected post_filter to be True or False, got post_filter={describe(post_filter)}")
+    if post_filter:
+        return "ragmorph"
+    return "retriever" if native else None
+
+
+def no_filters_error(adapter: str, filters: Filters, hint: str) -> UsageError:
+    """The error for a call with filters to an adapter that has no way to apply them."""
+    return UsageError(
+        f"expected no filters for {adapter}, which has no native filter configured, got filters={filters!r}; "
+        f"{hint}, or pass post_filter=True to let ragmorph filter (filter relations then do not apply)"
+    )
 
 
 def check_id_key(id_key: Any) -> str:

@@ -11,11 +11,14 @@ from ..model import Chunk, Corpus, Filters, Hit
 __all__ = [
     "AsyncRetriever",
     "BatchRetriever",
+    "Closable",
     "DeltaRetriever",
     "Factory",
     "RawHit",
+    "Reindexable",
     "Retriever",
     "Revertible",
+    "Updatable",
     "excerpt",
     "normalise_hits",
 ]
@@ -80,6 +83,33 @@ class Revertible(Protocol):
 
     def rollback(self, token: Any) -> None:
         """Undo every add/remove made since `checkpoint()` returned `token`, even a half-finished one."""
+        ...
+
+
+@runtime_checkable
+class Updatable(Protocol):
+    """A corpus-owning retriever that replaces the content of chunks it holds (same ids, new text or metadata)."""
+
+    def update(self, chunks: Sequence[Chunk]) -> None:
+        """Replace the indexed chunks with these ids by these chunks."""
+        ...
+
+
+@runtime_checkable
+class Reindexable(Protocol):
+    """A retriever whose existing instance can index a whole new corpus (replacing what it held)."""
+
+    def index(self, corpus: Corpus) -> None:
+        """Index exactly `corpus` on this instance."""
+        ...
+
+
+@runtime_checkable
+class Closable(Protocol):
+    """A retriever holding resources (a collection, a client); the runner closes the instances it built."""
+
+    def close(self) -> None:
+        """Release the instance's resources."""
         ...
 
 

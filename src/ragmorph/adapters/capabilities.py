@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import inspect
+import re
 from typing import Any, Literal
 
 import attrs
 
-from ..errors import UsageError
+from ..errors import UsageError, describe
 from .function import positional_arity
 
 __all__ = [
+    "FILTERED_BY",
     "PERTURBATION_KINDS",
     "Capabilities",
     "PerturbationKind",
@@ -21,6 +23,15 @@ __all__ = [
 ]
 
 PerturbationKind = Literal["corpus", "filters", "params", "query", "repeat"]
+FilteredBy = Literal["retriever", "ragmorph"]
+
+# Who applies the call's filters: the library itself (its metadata filters, WHERE clause...) or ragmorph,
+# post-filtering because the user asked for it or because the library cannot filter. Declared by an adapter
+# with a `ragmorph_filtered_by` attribute; relations that judge filtering do not apply to ragmorph's own filter.
+FILTERED_BY: dict[str, str] = {
+    "retriever": "the retriever applies the filters itself (the library's own filter mechanism)",
+    "ragmorph": "ragmorph post-filters the retriever's hits (requested by the user, or the library cannot filter)",
+}
 
 # What each kind of perturbation changes; strategies name the kind they need.
 PERTURBATION_KINDS: dict[str, str] = {
@@ -65,6 +76,21 @@ def _accepts_filters(obj: object) -> bool:
     return any(p.name == "filters" or p.kind is p.VAR_KEYWORD for p in parameters)
 
 
+def _filtered_by(product: object, factory: object) -> FilteredBy:
+    """The `ragmorph_filtered_by` declaration of the product (else the factory), `retriever` when undeclared."""
+    declared = getattr(product, "ragmorph_filtered_by", None)
+    if declared is None:
+        declared = getattr(factory, "ragmorph_filtered_by", None)
+    if declared is None:
+        return "retriever"
+    if declared not in FILTERED_BY:
+        raise UsageError(
+            f"expected ragmorph_filtered_by to be one of {sorted(FILTERED_BY)}, got "
+            f"ragmorph_filtered_by={describe(declared)} on {display_name(product)}"
+        )
+    return declared  # type: ignore[no-any-return]
+
+
 def _product_class(factory: object) -> type | None:
     """The class a factory builds: the factory itself when a class, else its return annotation if it is a class."""
     if inspect.isclass(factory):
@@ -78,7 +104,11 @@ def _product_class(factory: object) -> type | None:
 
 @attrs.frozen
 class Capabilities:
-    """What the runner may do with a retriever; `why_not(kind)` explains an inapplicable perturbation kind."""
+    """What the runner may do with a retriever; `why_not(kind)` explains an inapplicable perturbation kind.
+
+    `filtered_by` says who applies the call's filters (see `FILTERED_BY`); when it is ``"ragmorph"``,
+    `filtering_not_judged` is the reason relations that judge filtering report instead of a verdict.
+    """
 
     has_factory: bool
     supports_delta: bool
@@ -86,6 +116,12 @@ class Capabilities:
     supports_async: bool
     supports_filters: bool = True
     supports_rollback: bool = False
+    filtered_by: FilteredBy = "retriever"
+    # Optional protocol methods the runner uses when present: update(chunks) (same ids, new content),
+    # index(corpus) on an existing instance, close() on instances the runner built.
+    supports_update: bool = False
+    supports_index: bool = False
+    supports_close: bool = False
 
     @property
     def kind(self) -> Literal["factory", "black_box"]:
@@ -106,6 +142,13 @@ class Capabilities:
                 "retriever takes no `filters` argument: filter relations need one, or wrap it in "
                 "ragmorph.adapters.TenantFilter (which post-filters)"
             )
+        return None
+
+    @property
+    def filtering_not_judged(self) -> str | None:
+        """None when the retriever filters itself, else why relations judging its filtering do not apply."""
+        if self.filtered_by == "ragmorph":
+            return "filtering is done by ragmorph, not by the retriever"
         return None
 
     def to_dict(self) -> dict[str, Any]:
@@ -130,7 +173,10 @@ def describe_capabilities(obj: object, *, built: object | None = None) -> Capabi
             f"the corpus), got {display_name(obj)} ({type(obj).__name__})"
         )
     if product is None:
-        return Capabilities(has_factory=has_factory, supports_delta=False, supports_batch=False, supports_async=False)
+        return Capabilities(
+            has_factory=has_factory, supports_delta=False, supports_batch=False, supports_async=False,
+            filtered_by=_filtered_by(obj, obj),
+        )
     return Capabilities(
         has_factory=has_factory,
         supports_delta=callable(getattr(product, "add", None)) and callable(getattr(product, "remove", None)),
@@ -139,7 +185,14 @@ def describe_capabilities(obj: object, *, built: object | None = None) -> Capabi
         supports_filters=_accepts_filters(product),
         supports_rollback=callable(getattr(product, "checkpoint", None))
         and callable(getattr(product, "rollback", None)),
+        filtered_by=_filtered_by(product, obj),
+        supports_update=callable(getattr(product, "update", None)),
+        supports_index=callable(getattr(product, "index", None)),
+        supports_close=callable(getattr(product, "close", None)),
     )
+
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 def display_name(obj: object) -> str:
@@ -149,5 +202,6 @@ def display_name(obj: object) -> str:
         module = getattr(target, "__module__", None)
         qualname = getattr(target, "__qualname__", getattr(target, "__name__", repr(target)))
         return f"{module}:{qualname}" if module else str(qualname)
-    text = repr(obj)
+    # Memory addresses differ on every run: reports of the same run must not.
+    text = _ADDRESS.sub("", repr(obj))
     return text if len(text) <= 80 else text[:77] + "..."

@@ -14,8 +14,10 @@ Needs the extra ``ragmorph[chroma]`` (chromadb). Chroma is imported only when a 
 - Chunk fields are stored as metadata with the encoding of `ragmorph.adapters._integration`: Chroma metadata
   cannot hold None, so a shared chunk stores ``tenant=""`` and a current chunk ``superseded_by=""``. Filters
   become a native ``where`` clause: ``{"tenant": {"$in": [tenant, ""]}}`` for a tenant,
-  ``{"superseded_by": ""}`` for current-only, ``{"meta.<key>": value}`` per metadata constraint. The hits
-  are still checked against the chunks afterwards, so a store-side mismatch can never leak a chunk.
+  ``{"superseded_by": ""}`` for current-only, ``{"meta.<key>": value}`` per metadata constraint, and Chroma
+  filters; its hits are returned as they come, so a filter bug in Chroma shows in ragmorph's relations.
+  ``post_filter=True`` asks ragmorph to filter unfiltered Chroma results instead (declared: filter relations
+  then do not apply).
 - `add` / `remove` apply a corpus delta as Chroma ``add`` / ``delete``.
 """
 
@@ -37,6 +39,7 @@ from ._integration import (
     chunk_metadata,
     encode_value,
     fetch_identified,
+    filtered_by,
 )
 from .embedders import Embedder, HashingEmbedder
 
@@ -127,6 +130,7 @@ class ChromaRetriever:
         client: Any = None,
         id_key: str = "id",
         collection_prefix: str = "ragmorph",
+        post_filter: bool = False,
     ) -> None:
         chromadb = _import_chromadb()
         if not isinstance(corpus, Corpus):
@@ -135,6 +139,7 @@ class ChromaRetriever:
         if not callable(getattr(self.embedder, "embed", None)):
             raise UsageError(f"expected an Embedder with embed(texts), got embedder={describe(self.embedder)}")
         self.id_key = check_id_key(id_key)
+        self.ragmorph_filtered_by = filtered_by(post_filter, native=True)
         self.client = client if client is not None else chromadb.EphemeralClient()
         self.name = f"{collection_prefix}-{uuid.uuid4().hex}"
         self._lock = threading.Lock()
@@ -223,18 +228,21 @@ class ChromaRetriever:
         return [(chunk_id, 1.0 - float(distance)) for chunk_id, distance in zip(found["ids"][0], found["distances"][0])]
 
     def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> tuple[Hit, ...]:
-        """The k nearest chunks to `query` by inner product, filtered in Chroma and checked again here."""
+        """The k nearest chunks to `query` by inner product, filtered by Chroma's `where` (or by ragmorph if asked)."""
         self._check_open()
-        where = where_clause(filters)
-        found = fetch_identified(
-            lambda n: [(chunk_id, {}, score) for chunk_id, score in self._query(query, n, where)],
-            k=k,
-            filters=filters,
-            corpus=self._chunks,
-        )
-        return tuple(
-            Hit(chunk_id, score, getattr(self._chunks.get(chunk_id), "text", None)) for chunk_id, _, score in found
-        )
+        if self.ragmorph_filtered_by == "ragmorph":
+            found = [
+                (chunk_id, score)
+                for chunk_id, _, score in fetch_identified(
+                    lambda n: [(chunk_id, {}, score) for chunk_id, score in self._query(query, n, None)],
+                    k=k,
+                    filters=filters,
+                    corpus=self._chunks,
+                )
+            ]
+        else:
+            found = self._query(query, k, where_clause(filters))
+        return tuple(Hit(chunk_id, score, getattr(self._chunks.get(chunk_id), "text", None)) for chunk_id, score in found)
 
 
 def chroma_factory(corpus: Corpus) -> ChromaRetriever:

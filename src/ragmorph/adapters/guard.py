@@ -10,6 +10,7 @@ timed-out call keeps running in the background until it returns on its own; its 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -18,6 +19,7 @@ from ..errors import InvalidResponse, RetrieverTimeout, UsageError, describe, re
 from ..model import Corpus, Filters, Params, Ranking
 from ._protocol import excerpt
 from .capabilities import describe_capabilities, display_name, is_retriever
+from .function import FunctionRetriever, positional_arity
 from .validation import ScoreOrder, _check_score_order, validate_hits
 
 __all__ = ["GuardedRetriever"]
@@ -46,6 +48,11 @@ def _run_with_timeout(thunk: Callable[[], Any], timeout: float | None, query: st
     return outcome["value"]
 
 
+def _is_search_function(obj: object) -> bool:
+    arity = positional_arity(obj) if callable(obj) and not inspect.isclass(obj) else None  # type: ignore[arg-type]
+    return arity is not None and arity[0] in (2, 3)
+
+
 class GuardedRetriever:
     """Wraps a retriever: `retrieve(query, params) -> Ranking`, validated against `corpus`, with `calls` counted."""
 
@@ -60,6 +67,9 @@ class GuardedRetriever:
     ) -> None:
         if isinstance(retriever, GuardedRetriever):
             retriever = retriever.retriever
+        if not is_retriever(retriever) and _is_search_function(retriever):
+            # A factory may build a plain search function fn(query, k[, filters]): wrapped as load_retriever does.
+            retriever = FunctionRetriever(retriever)
         if not is_retriever(retriever):
             raise UsageError(
                 f"expected a retriever object with retrieve(query, *, k, filters), got {describe(retriever)}; "

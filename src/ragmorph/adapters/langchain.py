@@ -12,8 +12,13 @@ How the contract maps onto LangChain:
 - scores: ``metadata[score_key]`` when a `score_key` is given, else None. LangChain's BM25Retriever returns no
   scores, so `langchain_bm25_factory` reads them from the retriever's own rank_bm25 vectorizer (the same
   numbers it ranked by), which lets ragmorph tell score ties apart from real reorderings.
-- filters: LangChain has no general filter argument, so the adapter over-fetches and post-filters (see
-  `ragmorph.adapters._integration`), judging each document by the given corpus or else by its metadata.
+- filters: a vector store's retriever takes its store's own filter in ``search_kwargs["filter"]`` (a dict
+  for Chroma, PGVector, Qdrant...; a ``Document -> bool`` callable for `InMemoryVectorStore`). The filter
+  language differs per store, so you give `filter_mapper`, a function from ragmorph's `Filters` to that value;
+  each call runs on a copy with it set at `filter_attr`, and the store filters. With ``post_filter=True``
+  ragmorph over-fetches and filters instead (see `ragmorph.adapters._integration`), and declares so: the
+  relations that judge filtering then do not apply. With neither, the adapter takes no filters.
+- `langchain_bm25_factory`: LangChain's BM25Retriever cannot filter, so ragmorph post-filters it and says so.
 """
 
 from __future__ import annotations
@@ -23,7 +28,16 @@ from typing import Any
 
 from ..errors import UsageError, describe
 from ..model import Corpus, Filters, Hit
-from ._integration import check_id_key, chunk_metadata, fetch_identified, require_chunk_id, with_setting
+from ._integration import (
+    FilterMapper,
+    check_id_key,
+    chunk_metadata,
+    fetch_identified,
+    filtered_by,
+    no_filters_error,
+    require_chunk_id,
+    with_setting,
+)
 
 __all__ = ["LangChainRetriever", "langchain_bm25_factory"]
 
@@ -43,7 +57,11 @@ def _import_base_retriever() -> Any:
 
 
 class LangChainRetriever:
-    """Wraps a LangChain `BaseRetriever` (called through `invoke`) as a ragmorph retriever."""
+    """Wraps a LangChain `BaseRetriever` (called through `invoke`) as a ragmorph retriever.
+
+    Filters reach the library through `filter_mapper` (set at `filter_attr` on a per-call copy), or are applied
+    by ragmorph with ``post_filter=True``; with neither, `supports_filters` is False.
+    """
 
     def __init__(
         self,
@@ -54,6 +72,9 @@ class LangChainRetriever:
         score_key: str | None = None,
         corpus: Corpus | None = None,
         scorer: Scorer | None = None,
+        filter_mapper: FilterMapper | None = None,
+        filter_attr: str = "search_kwargs.filter",
+        post_filter: bool = False,
     ) -> None:
         base = _import_base_retriever()
         if not isinstance(retriever, base):
@@ -67,18 +88,35 @@ class LangChainRetriever:
         self.score_key = score_key
         self.corpus = corpus
         self._scorer = scorer
+        if filter_mapper is not None:
+            if post_filter:
+                raise UsageError("expected either filter_mapper (the store filters) or post_filter=True, got both")
+            if not callable(filter_mapper):
+                raise UsageError(f"expected a callable filter_mapper(filters), got filter_mapper={describe(filter_mapper)}")
+            if not _has_setting(retriever, filter_attr):
+                raise UsageError(
+                    f"expected {type(retriever).__name__} to have the filter setting {filter_attr!r}, got none; "
+                    "pass filter_attr= naming where the retriever takes its filter"
+                )
+        self.filter_mapper = filter_mapper
+        self.filter_attr = filter_attr
+        mode = filtered_by(post_filter, native=filter_mapper is not None)
+        self.supports_filters = mode is not None
+        self.ragmorph_filtered_by = mode or "retriever"
 
     def __repr__(self) -> str:
         return f"LangChainRetriever({type(self.retriever).__name__}, id_key={self.id_key!r}, k_attr={self.k_attr!r})"
 
-    def _documents(self, query: str, n: int) -> list[Any]:
+    def _documents(self, query: str, n: int, native: Any = None) -> list[Any]:
         retriever = self.retriever if self.k_attr is None else with_setting(self.retriever, self.k_attr, n)
+        if native is not None:
+            retriever = with_setting(retriever, self.filter_attr, native)
         documents = list(retriever.invoke(query))
         return documents if self.k_attr is not None else documents[:n]
 
-    def _identified(self, query: str, n: int) -> list[tuple[str, Mapping[str, Any], Any]]:
+    def _identified(self, query: str, n: int, native: Any = None) -> list[tuple[str, Mapping[str, Any], Any]]:
         found = []
-        for document in self._documents(query, n):
+        for document in self._documents(query, n, native):
             metadata = getattr(document, "metadata", None) or {}
             chunk_id = require_chunk_id(
                 metadata, getattr(document, "id", None), id_key=self.id_key, what="LangChain Document", query=query,
@@ -88,8 +126,15 @@ class LangChainRetriever:
         return found
 
     def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> tuple[Hit, ...]:
-        """The retriever's top k documents for `query` as hits, honouring `filters` by post-filtering."""
-        found = fetch_identified(lambda n: self._identified(query, n), k=k, filters=filters, corpus=self.corpus)
+        """The retriever's top k documents for `query` as hits, filtered by the store (or by ragmorph if asked)."""
+        if filters is None or filters.is_empty:
+            found = self._identified(query, k)
+        elif self.filter_mapper is not None:
+            found = self._identified(query, k, self.filter_mapper(filters))
+        elif self.ragmorph_filtered_by == "ragmorph":
+            found = fetch_identified(lambda n: self._identified(query, n), k=k, filters=filters, corpus=self.corpus)
+        else:
+            raise no_filters_error(repr(self), filters, "pass filter_mapper= turning Filters into the store's filter")
         documents = [document for _, _, document in found]
         if self._scorer is not None:
             scores: Sequence[float | None] = self._scorer(query, documents)
@@ -114,6 +159,7 @@ class _EmptyRetriever:
     """Stands in for a library index that cannot be built (no chunk has a single token): returns nothing."""
 
     indexable = False
+    ragmorph_filtered_by = "ragmorph"  # stands in for the post-filtered BM25 adapter
 
     def __repr__(self) -> str:
         return "LangChainRetriever(BM25Retriever over a corpus without tokens)"
@@ -134,6 +180,7 @@ def langchain_bm25_factory(
 
     Each chunk becomes a Document whose metadata carries the chunk fields (see `_integration`).
     `preprocess_func` defaults to LangChain's own whitespace split (case-sensitive, punctuation kept).
+    BM25Retriever has no filters, so ragmorph post-filters its hits and declares ``filtered_by="ragmorph"``.
     rank_bm25 cannot index a corpus without a single token, so such a corpus (or an empty one) gets a
     retriever that returns no hits.
     """
@@ -161,9 +208,10 @@ def langchain_bm25_factory(
         scores = library.vectorizer.get_scores(library.preprocess_func(query))
         return [float(scores[positions[d.metadata[id_key]]]) for d in found]
 
-    return LangChainRetriever(library, id_key=id_key, k_attr="k", corpus=corpus, scorer=bm25_scores)
+    return LangChainRetriever(library, id_key=id_key, k_attr="k", corpus=corpus, scorer=bm25_scores, post_filter=True)
 
 
 # Declared to the runner: a chunk sharing no word with the query scores exactly 0 (rank_bm25 sums per-term
 # contributions), so the distractor relations that assume a word-level lexical retriever apply.
 langchain_bm25_factory.ragmorph_traits = ("lexical",)  # type: ignore[attr-defined]
+langchain_bm25_factory.ragmorph_filtered_by = "ragmorph"  # type: ignore[attr-defined]

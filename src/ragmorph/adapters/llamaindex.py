@@ -8,18 +8,23 @@ How the contract maps onto LlamaIndex:
 - k: each call runs on a shallow copy of the retriever with ``similarity_top_k`` (`k_attr`) set, so the
   caller's retriever is never modified; with ``k_attr=None`` the results are cut to k.
 - ids: each node's ``metadata[id_key]`` (default ``"id"``), else its ``node_id``; scores: `NodeWithScore.score`.
-- filters: over-fetch and post-filter (see `ragmorph.adapters._integration`) by the given corpus or else by the
-  node metadata.
+- filters: LlamaIndex's own ``MetadataFilters``, set on the per-call copy at `filter_attr` (``_filters``, where
+  `VectorIndexRetriever` keeps the filters of ``index.as_retriever(filters=...)``), so the vector store
+  filters. `filter_mapper` turns ragmorph's `Filters` into them; the default, `metadata_filters`, reads the
+  metadata encoding of `ragmorph.adapters._integration`. A retriever without that attribute takes no filters,
+  unless ``post_filter=True`` asks ragmorph to over-fetch and filter (declared: filter relations then do
+  not apply).
 
-`llamaindex_bm25_factory` builds llama-index-retrievers-bm25 over the corpus with two adjustments:
+`llamaindex_bm25_factory` builds llama-index-retrievers-bm25 over the corpus:
 
 - the indexed text is the chunk text only: LlamaIndex prepends ``key: value`` metadata lines to the text it
   indexes (``MetadataMode.EMBED``), so every metadata key is listed in the node's
   ``excluded_embed_metadata_keys`` (and ``excluded_llm_metadata_keys``);
 - filters are fixed when the library retriever is built, so one is built per distinct `Filters` (cached) with
-  native ``MetadataFilters``. Native filtering only zeroes the scores of excluded nodes (a bm25s weight mask),
-  and when fewer than k nodes match the query those excluded nodes are still returned with score 0, so the
-  adapter also post-filters: without that, another tenant's chunks leak into the tail of the ranking.
+  native ``MetadataFilters``, as an application would. The library's filter only zeroes the scores of excluded
+  nodes (a bm25s weight mask): when fewer than k nodes match the query, excluded nodes (another tenant's
+  chunks) are still returned with score 0. The adapter passes that through, so ragmorph's tenancy relations
+  report it; ``post_filter=True`` lets ragmorph filter instead.
 """
 
 from __future__ import annotations
@@ -34,15 +39,18 @@ from ._integration import (
     CURRENT,
     SHARED,
     USER_METADATA_PREFIX,
+    FilterMapper,
     check_id_key,
     chunk_metadata,
     encode_value,
     fetch_identified,
+    filtered_by,
+    no_filters_error,
     require_chunk_id,
     with_setting,
 )
 
-__all__ = ["LlamaIndexBM25Retriever", "LlamaIndexRetriever", "llamaindex_bm25_factory"]
+__all__ = ["LlamaIndexBM25Retriever", "LlamaIndexRetriever", "llamaindex_bm25_factory", "metadata_filters"]
 
 # Distinct filter sets seen by one retriever are few (a tenant or two, current-only); this bounds the worst case.
 _MAX_CACHED_BUILDS = 64
@@ -56,7 +64,11 @@ def _missing(what: str, error: ImportError) -> UsageError:
 
 
 class LlamaIndexRetriever:
-    """Wraps a LlamaIndex `BaseRetriever` (`retrieve` -> `NodeWithScore` list) as a ragmorph retriever."""
+    """Wraps a LlamaIndex `BaseRetriever` (`retrieve` -> `NodeWithScore` list) as a ragmorph retriever.
+
+    Filters go to the library as `filter_mapper(filters)` at `filter_attr` of a per-call copy, or are applied by
+    ragmorph with ``post_filter=True``; a retriever without `filter_attr` otherwise takes no filters.
+    """
 
     def __init__(
         self,
@@ -66,6 +78,9 @@ class LlamaIndexRetriever:
         k_attr: str | None = "similarity_top_k",
         corpus: Corpus | None = None,
         max_k: int | None = None,
+        filter_mapper: FilterMapper | None = None,
+        filter_attr: str | None = "_filters",
+        post_filter: bool = False,
     ) -> None:
         try:
             from llama_index.core.base.base_retriever import BaseRetriever
@@ -82,20 +97,33 @@ class LlamaIndexRetriever:
         self.corpus = corpus
         # bm25s refuses a top-k larger than its document count, so requests are clamped to it.
         self.max_k = max_k
+        has_attr = bool(filter_attr) and hasattr(retriever, str(filter_attr).partition(".")[0])
+        if filter_mapper is not None and (post_filter or not has_attr):
+            raise UsageError(
+                f"expected filter_mapper with a filter_attr the retriever has and post_filter=False, got "
+                f"filter_attr={filter_attr!r} on {type(retriever).__name__}, post_filter={post_filter!r}"
+            )
+        mode = filtered_by(post_filter, native=has_attr)
+        self.filter_attr = filter_attr if mode == "retriever" else None
+        self.filter_mapper = filter_mapper or metadata_filters
+        self.supports_filters = mode is not None
+        self.ragmorph_filtered_by = mode or "retriever"
 
     def __repr__(self) -> str:
         return f"LlamaIndexRetriever({type(self.retriever).__name__}, id_key={self.id_key!r}, k_attr={self.k_attr!r})"
 
-    def _scored_nodes(self, query: str, n: int) -> list[Any]:
+    def _scored_nodes(self, query: str, n: int, native: Any = None) -> list[Any]:
         if self.max_k is not None:
             n = min(n, self.max_k)
         retriever = self.retriever if self.k_attr is None else with_setting(self.retriever, self.k_attr, n)
+        if native is not None and self.filter_attr is not None:
+            retriever = with_setting(retriever, self.filter_attr, native)
         found = list(retriever.retrieve(query))
         return found if self.k_attr is not None else found[:n]
 
-    def _identified(self, query: str, n: int) -> list[tuple[str, Mapping[str, Any], Any]]:
+    def _identified(self, query: str, n: int, native: Any = None) -> list[tuple[str, Mapping[str, Any], Any]]:
         found = []
-        for scored in self._scored_nodes(query, n):
+        for scored in self._scored_nodes(query, n, native):
             node = getattr(scored, "node", None)
             metadata = getattr(node, "metadata", None) or {}
             chunk_id = require_chunk_id(
@@ -106,15 +134,22 @@ class LlamaIndexRetriever:
         return found
 
     def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> tuple[Hit, ...]:
-        """The retriever's top k nodes for `query` as hits, honouring `filters` by post-filtering."""
-        found = fetch_identified(lambda n: self._identified(query, n), k=k, filters=filters, corpus=self.corpus)
+        """The retriever's top k nodes for `query` as hits, filtered by the library (or by ragmorph if asked)."""
+        if filters is None or filters.is_empty:
+            found = self._identified(query, k)
+        elif self.filter_attr is not None:
+            found = self._identified(query, k, self.filter_mapper(filters))
+        elif self.ragmorph_filtered_by == "ragmorph":
+            found = fetch_identified(lambda n: self._identified(query, n), k=k, filters=filters, corpus=self.corpus)
+        else:
+            raise no_filters_error(repr(self), filters, "pass filter_attr= naming where the retriever keeps filters")
         return tuple(
             Hit(chunk_id, None if scored.score is None else float(scored.score), scored.node.get_content())
             for chunk_id, _, scored in found
         )
 
 
-def _native_filters(filters: Filters) -> Any:
+def metadata_filters(filters: Filters) -> Any:
     """The LlamaIndex `MetadataFilters` equivalent of `filters`, over the metadata encoding of `_integration`."""
     from llama_index.core.vector_stores.types import FilterOperator, MetadataFilter, MetadataFilters
 
@@ -131,8 +166,10 @@ def _native_filters(filters: Filters) -> Any:
 class LlamaIndexBM25Retriever:
     """llama-index-retrievers-bm25 over a corpus, rebuilt (and cached) per distinct filter set.
 
-    A corpus without a single indexable token (empty, or only stopwords and one-letter words) cannot be
-    indexed by bm25s; it gets no hits for any query.
+    The library filters (see the module docstring for its leak); with ``post_filter=True`` one unfiltered build
+    serves every call and ragmorph filters its hits. A corpus without a single indexable token (empty, or only
+    stopwords and one-letter words) cannot be indexed by bm25s; it gets no hits for any query, and neither
+    does a filter the library refuses because it admits no node.
     """
 
     # Declared to the runner: a chunk sharing no (stemmed) word with the query scores exactly 0 in bm25s.
@@ -146,6 +183,7 @@ class LlamaIndexBM25Retriever:
         language: str = "en",
         skip_stemming: bool = False,
         token_pattern: str = r"(?u)\b\w\w+\b",
+        post_filter: bool = False,
     ) -> None:
         try:
             import bm25s
@@ -155,6 +193,7 @@ class LlamaIndexBM25Retriever:
             raise _missing("llama-index-retrievers-bm25", error) from error
         self.corpus = corpus
         self.id_key = check_id_key(id_key)
+        self.ragmorph_filtered_by = filtered_by(post_filter, native=True)
         self._library = BM25Retriever
         self._options = {"language": language, "skip_stemming": skip_stemming, "token_pattern": token_pattern}
         self.nodes: list[Any] = []  # the TextNodes indexed, one per chunk in corpus order
@@ -190,17 +229,20 @@ class LlamaIndexBM25Retriever:
     def _build(self, filters: Filters | None) -> LlamaIndexRetriever | None:
         if not self.indexable:
             return None
-        native = None if filters is None else _native_filters(filters)
+        native = None if filters is None else metadata_filters(filters)
         try:
             library = self._library(nodes=self.nodes, similarity_top_k=1, filters=native, **self._options)
         except ValueError as error:
             if "filtered out" in str(error):
                 return None  # the library refuses a filter that admits no node; nothing can be returned
             raise
-        return LlamaIndexRetriever(library, id_key=self.id_key, corpus=self.corpus, max_k=len(self.nodes))
+        return LlamaIndexRetriever(
+            library, id_key=self.id_key, corpus=self.corpus, max_k=len(self.nodes),
+            post_filter=self.ragmorph_filtered_by == "ragmorph",
+        )
 
     def _for(self, filters: Filters | None) -> LlamaIndexRetriever | None:
-        key = None if filters is None or filters.is_empty else filters
+        key = None if filters is None or filters.is_empty or self.ragmorph_filtered_by == "ragmorph" else filters
         with self._lock:
             if key in self._builds:
                 return self._builds[key]
@@ -211,15 +253,17 @@ class LlamaIndexBM25Retriever:
             return self._builds.setdefault(key, built)
 
     def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> tuple[Hit, ...]:
-        """The BM25 top k for `query`, filtered natively and then checked chunk by chunk."""
+        """The BM25 top k for `query` from the build for `filters` (filtered by the library, or by ragmorph)."""
         adapter = self._for(filters)
         if adapter is None:
             return ()
-        return adapter.retrieve(query, k=k, filters=filters)
+        if self.ragmorph_filtered_by == "ragmorph":
+            return adapter.retrieve(query, k=k, filters=filters)
+        return adapter.retrieve(query, k=k)
 
 
 def llamaindex_bm25_factory(corpus: Corpus, **options: Any) -> LlamaIndexBM25Retriever:
-    """Build llama-index-retrievers-bm25 over exactly `corpus` (options: id_key, language, skip_stemming...)."""
+    """Build llama-index-retrievers-bm25 over exactly `corpus` (options: id_key, language, post_filter...)."""
     return LlamaIndexBM25Retriever(corpus, **options)
 
 

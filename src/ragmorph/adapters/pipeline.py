@@ -132,6 +132,9 @@ class TenantFilter(_Stage):
     """
 
     supports_filters = True
+    # ragmorph's own filter stands between the filters and the inner retriever's hits: relations that judge
+    # filtering would judge this stage, not the inner retriever, so they report that they do not apply.
+    ragmorph_filtered_by = "ragmorph"
 
     def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
         """Inner hits allowed by `filters`, best first."""

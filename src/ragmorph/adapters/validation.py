@@ -6,7 +6,7 @@ import math
 import warnings
 from typing import Any, Literal
 
-from ..errors import InvalidResponse, UsageError, describe
+from ..errors import ContractRule, InvalidResponse, UsageError, describe
 from ..model import Corpus, Hit
 from ._protocol import excerpt, normalise_hits
 
@@ -51,7 +51,10 @@ def validate_hits(
 
     if len(normalised) > k:
         raise InvalidResponse(
-            f"expected at most k={k} hits, got {len(normalised)}; cut the response to k", query=query, excerpt=shown()
+            f"expected at most k={k} hits, got {len(normalised)}; cut the response to k",
+            query=query,
+            excerpt=shown(),
+            rule=ContractRule.TOO_MANY_HITS,
         )
     seen: dict[str, int] = {}
     for rank, hit in enumerate(normalised, start=1):
@@ -60,6 +63,7 @@ def validate_hits(
                 f"expected distinct ids, got id={hit.id!r} at ranks {seen[hit.id]} and {rank}",
                 query=query,
                 excerpt=shown(),
+                rule=ContractRule.DUPLICATE_ID,
             )
         seen[hit.id] = rank
         if corpus is not None and hit.id not in corpus:
@@ -68,12 +72,14 @@ def validate_hits(
                 "indexed over a different corpus?",
                 query=query,
                 excerpt=shown(),
+                rule=ContractRule.UNKNOWN_ID,
             )
         if hit.score is not None and not math.isfinite(hit.score):
             raise InvalidResponse(
                 f"expected a finite score, got score={hit.score!r} for id={hit.id!r} at rank {rank}",
                 query=query,
                 excerpt=shown(),
+                rule=ContractRule.NON_FINITE_SCORE,
             )
     previous: tuple[int, Hit] | None = None
     for rank, hit in enumerate(normalised, start=1):
@@ -86,7 +92,7 @@ def validate_hits(
                 "return the negated distance)"
             )
             if score_order == "error":
-                raise InvalidResponse(message, query=query, excerpt=shown())
+                raise InvalidResponse(message, query=query, excerpt=shown(), rule=ContractRule.RISING_SCORE)
             warnings.warn(f"{message}; query={query!r}", ScoreOrderWarning, stacklevel=2)
             break
         previous = (rank, hit)

@@ -7,6 +7,7 @@ reports render without importing Hypothesis, the runner or the strategies. The J
 
 from __future__ import annotations
 
+from ._common import plural
 from ._html import render_html, write_html
 from ._json import SCHEMA, load_report, report_schema, validate_report, write_json
 from ._junit import write_junit
@@ -16,6 +17,7 @@ __all__ = [
     "SCHEMA",
     "ProgressBar",
     "load_report",
+    "plural",
     "render_html",
     "render_report",
     "render_summary",

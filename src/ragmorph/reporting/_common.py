@@ -25,6 +25,7 @@ __all__ = [
     "metric_pairs",
     "metric_sort_key",
     "ordered_results",
+    "plural",
     "relation_rows",
     "replay_command",
     "retriever_names",
@@ -129,6 +130,11 @@ def cells(report: Mapping[str, Any]) -> dict[tuple[str, str, str], Cell]:
             reasons=tuple(dict.fromkeys(r["reason"] for r in results if r.get("reason"))),
         )
     return table
+
+
+def plural(number: Any, noun: str, many: str | None = None) -> str:
+    """`1 chunk`, `2 chunks`, `0 chunks` (`many` for irregular plurals)."""
+    return f"{number} {noun if number == 1 else (many or noun + 's')}"
 
 
 def metric_sort_key(name: str) -> tuple[str, int, str]:

@@ -22,6 +22,7 @@ from ._common import (
     metric_pairs,
     metric_sort_key,
     ordered_results,
+    plural,
     relation_rows,
     replay_command,
     retriever_names,
@@ -253,7 +254,7 @@ def _violation(number: int, retriever: str, violation: Mapping[str, Any]) -> str
         ("why", _e(violation.get("detail"))),
         ("params", f"base {_e(describe_filters(base.get('params')))} → follow-up {_e(describe_filters(follow.get('params')))}"),
         ("no longer returned", _e(", ".join(map(str, gone))) if gone else '<span class="muted">none</span>'),
-        ("minimal corpus", f"{len(minimal)} chunks: " + ", ".join(f"<code>{_e(c.get('id'))}</code>" for c in minimal)),
+        ("minimal corpus", f"{_e(plural(len(minimal), 'chunk'))}: " + ", ".join(f"<code>{_e(c.get('id'))}</code>" for c in minimal)),
         ("retriever calls", f"{_e(violation.get('calls_to_first_failure'))} to the first failure, "
                             f"{_e(violation.get('calls_shrinking'))} shrinking"),
         ("replay", f"<code>{_e(command)}</code>" if command else '<span class="muted">no replay file saved</span>'),

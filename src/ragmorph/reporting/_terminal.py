@@ -19,6 +19,7 @@ from ._common import (
     gone_ids,
     metric_pairs,
     ordered_results,
+    plural,
     relation_rows,
     replay_command,
     retriever_names,
@@ -130,17 +131,13 @@ def _notes(report: Mapping[str, Any], table: Mapping[tuple[str, str, str], Cell]
     return notes
 
 
-def _count(number: Any, noun: str) -> str:
-    return f"{number} {noun}" + ("" if number == 1 else "s")
-
-
 def _totals(report: Mapping[str, Any], color: bool) -> str:
     summary = report.get("summary", {})
     code = summary.get("exit_code")
     text = (
         f"{summary.get('pass', 0)} pass, {summary.get('fail', 0)} fail, {summary.get('error', 0)} error, "
-        f"{summary.get('not_applicable', 0)} not applicable · {_count(summary.get('hard_failures', 0), 'hard failure')}, "
-        f"{_count(summary.get('soft_breaks', 0), 'soft break')} · exit code {code} ({EXIT_MEANING.get(code, 'unknown')})"
+        f"{summary.get('not_applicable', 0)} not applicable · {plural(summary.get('hard_failures', 0), 'hard failure')}, "
+        f"{plural(summary.get('soft_breaks', 0), 'soft break')} · exit code {code} ({EXIT_MEANING.get(code, 'unknown')})"
     )
     style = {0: "pass", 1: "fail", 3: "error"}.get(code, "bold")
     return _paint(text, style, color)
@@ -177,29 +174,35 @@ def render_violation(
         f"  params        base {describe_filters(base.get('params'))}  ->  follow-up {describe_filters(follow.get('params'))}",
         "",
     ]
-    id_width = min(28, max([len("id"), *(len(_clean(h.get("id", ""))) for h in (*before, *after))]))
-    column = 3 + id_width + 1 + 8 + 1 + snippet_width
-    lines.append(_paint(f"  {'#':>3}  {'base':<{column}}  {'follow-up':<{column}}  move", "bold", color))
-    for row in diff_rows(before, after):
-        left = _hit_text(row.before, marks, id_width, snippet_width)
-        right = _hit_text(row.after, marks, id_width, snippet_width)
-        lines.append(f"  {row.rank:>3}  {left}  {right}  {row.moved}".rstrip())
-    legend = "  marks: G gold evidence, + injected by the perturbation, - removed by the perturbation"
-    lines.append(_paint(legend, "dim", color))
-    dropped = gone_ids(before, after)
-    if dropped:
-        lines.append(f"  no longer returned: {', '.join(_clean(i) for i in dropped)}")
-    lines.append("")
-    lines.extend(_metric_lines(base.get("metrics") or {}, follow.get("metrics") or {}))
+    for side, data in (("base", base), ("follow-up", follow)):
+        if data.get("invalid"):
+            lines.insert(-1, f"  {side + ' call':<13} rejected by the response check: {_clean(snippet(data['invalid'], 160))}")
+    if before or after:
+        id_width = min(28, max([len("id"), *(len(_clean(h.get("id", ""))) for h in (*before, *after))]))
+        column = 3 + id_width + 1 + 8 + 1 + snippet_width
+        lines.append(_paint(f"  {'#':>3}  {'base':<{column}}  {'follow-up':<{column}}  move", "bold", color))
+        for row in diff_rows(before, after):
+            left = _hit_text(row.before, marks, id_width, snippet_width)
+            right = _hit_text(row.after, marks, id_width, snippet_width)
+            lines.append(f"  {row.rank:>3}  {left}  {right}  {row.moved}".rstrip())
+        legend = "  marks: G gold evidence, + injected by the perturbation, - removed by the perturbation"
+        lines.append(_paint(legend, "dim", color))
+        dropped = gone_ids(before, after)
+        if dropped:
+            lines.append(f"  no longer returned: {', '.join(_clean(i) for i in dropped)}")
+        lines.append("")
+    # A rejected response has no ranking to measure: its metrics would read as a fake change from n/a.
+    if not (base.get("invalid") or follow.get("invalid")):
+        lines.extend(_metric_lines(base.get("metrics") or {}, follow.get("metrics") or {}))
     minimal = violation.get("minimal_corpus") or []
     shown = ", ".join(_clean(c.get("id")) for c in minimal[:8]) + (", ..." if len(minimal) > 8 else "")
-    lines.append(f"  minimal corpus  {len(minimal)} chunks ({shown})")
+    lines.append(f"  minimal corpus  {plural(len(minimal), 'chunk')} ({shown})")
     lines.append(
         f"  retriever calls  {violation.get('calls_to_first_failure', '?')} to the first failure, "
         f"{violation.get('calls_shrinking', '?')} shrinking"
     )
     command = replay_command(violation)
-    lines.append(f"  replay  {_clean(command)}" if command else "  replay  (no replay file saved; pass a replay directory)")
+    lines.append(f"  replay  {_clean(command)}" if command else "  replay  (no replay file saved; ragmorph run --replay-dir DIR saves one)")
     return "\n".join(lines)
 
 

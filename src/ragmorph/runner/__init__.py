@@ -10,22 +10,25 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..adapters import describe_capabilities
+from ..adapters import describe_capabilities, display_name
 from ..errors import RagmorphError, UsageError, describe
 from ..model import Case, Corpus, validate_cases
 from ..strategies import DEFAULT_SUITE, FAMILIES
 from ._engine import Result, Settings, Unit, execute
 from ._replay import REPLAY_SCHEMA, ReplayOutcome, replay
 from ._report import REPORT_SCHEMA, CheckReport
-from ._session import CallCache, RetrieverSpec
-from ._session import derive_seed as _derive_seed
-from ._session import spec_mapping as _spec_mapping
+from ._executor import CallCache, Executor, Probe, observation
+from ._spec import RetrieverSpec
+from ._spec import derive_seed as _derive_seed
+from ._spec import spec_mapping as _spec_mapping
 
 __all__ = [
     "REPLAY_SCHEMA",
     "REPORT_SCHEMA",
     "CallCache",
     "CheckReport",
+    "Executor",
+    "Probe",
     "ReplayOutcome",
     "Result",
     "RetrieverSpec",
@@ -33,6 +36,7 @@ __all__ = [
     "Unit",
     "check",
     "execute",
+    "observation",
     "plan",
     "replay",
 ]
@@ -107,7 +111,7 @@ def _descriptions(units: Sequence[Unit]) -> dict[str, dict[str, str]]:
             kind = describe_capabilities(target).kind
         except RagmorphError:
             target, kind = None, "black_box"
-        description = unit.retriever.import_string or (repr(target) if target is not None else unit.retriever.name)
+        description = unit.retriever.import_string or (display_name(target) if target is not None else unit.retriever.name)
         found[unit.retriever.name] = {"description": description[:200], "kind": kind}
     return found
 
@@ -126,12 +130,14 @@ def check(
     timeout: float | None = None,
     progress: Callable[[int, int, Unit], None] | None = None,
     traits: Mapping[str, Sequence[str]] | None = None,
+    fail_fast: bool = False,
 ) -> CheckReport:
     """Run every retriever x case x strategy family and return the CheckReport.
 
     `retrievers` is a retriever, a factory (a callable taking the corpus), an import string, or a mapping
     name -> any of those. `traits` declares retriever properties some hard relations presume (e.g.
-    {"bm25": ["lexical"]}). `progress(done, total, unit)` is called after each unit.
+    {"bm25": ["lexical"]}). `progress(done, total, unit)` is called after each unit. `fail_fast` stops after
+    the first unit with a hard violation; the report then holds the units run so far.
     """
     cases = tuple(cases)
     units = plan(
@@ -141,9 +147,12 @@ def check(
     cache = CallCache()
     results: list[Result] = []
     for done, unit in enumerate(units, start=1):
-        results.extend(execute(unit, cache))
+        found = execute(unit, cache)
+        results.extend(found)
         if progress is not None:
             progress(done, len(units), unit)
+        if fail_fast and any(r.status == "fail" and r.severity == "hard" for r in found):
+            break
     specs = tuple(dict.fromkeys(u.retriever for u in units)) or _spec_mapping(retrievers, traits)
     return CheckReport.from_results(
         results,

@@ -6,6 +6,7 @@ order or process and give the same results (only call-cache hits differ).
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,10 +20,10 @@ from hypothesis.errors import Flaky
 from ..errors import RagmorphError
 from ..model import Case, Corpus, World
 from ..relations import Observation, Relation, Severity, Verdict
-from ..strategies import FAMILIES, relation_applies
-from ..strategies._core import corpus_diff
-from ..strategies.contract import VALID_RESPONSE, breach_rule
-from ._session import CallCache, Probe, RetrieverSpec, Session, Step, probe_after, start_world
+from ..strategies import FAMILIES, corpus_diff, relation_applies
+from ..strategies.contract import VALID_RESPONSE
+from ._executor import CallCache, Executor, Probe, Step, run_after
+from ._spec import RetrieverSpec, start_world
 
 __all__ = ["Result", "Settings", "Unit", "execute", "observation_dict"]
 
@@ -45,7 +46,6 @@ class Settings:
     derandomize: bool = False
     timeout: float | None = None
     replay_dir: str | None = None
-    minimise: bool = True
     # True when the run has a contract unit for every case: other units then leave breaches on the base corpus
     # to it (one failure per case, not one per family) and report only those in worlds they edited.
     contract_unit: bool = False
@@ -104,7 +104,7 @@ class Result:
 class _Violation(Exception):
     """Raised inside the Hypothesis test so it shrinks the perturbation; carries the evidence."""
 
-    def __init__(self, relation: Relation, perturbation: Any, probe: Probe, verdict: Verdict, session: Session) -> None:
+    def __init__(self, relation: Relation, perturbation: Any, probe: Probe, verdict: Verdict, executor: Executor) -> None:
         super().__init__(f"{relation.name}: {verdict.detail}")
         self.relation = relation
         self.perturbation = perturbation
@@ -112,9 +112,9 @@ class _Violation(Exception):
         self.verdict = verdict
         # The calls the base instance had made up to this probe, and which of them gave its observations, so
         # a violation that needs that history can be reproduced on a fresh instance.
-        self.sources = session.sources
+        self.sources = probe.sources
         last = max((n for n in self.sources if n is not None), default=-1)
-        self.steps = tuple(enumerate(session.steps[: last + 1]))
+        self.steps = tuple(enumerate(executor.steps[: last + 1]))
 
 
 @attrs.frozen
@@ -173,21 +173,21 @@ def observation_dict(observation: Observation) -> dict[str, Any]:
 def _judge(relations: Sequence[Relation], perturbation: Any, probe: Probe, delegate: Corpus | None) -> list[tuple[Relation, Verdict]]:
     """Verdicts of the relations that judge `perturbation`; `delegate` is the corpus whose contract breaches
     another unit (the contract family's) reports."""
-    if probe.invalid is not None:
+    broken = probe.invalid
+    if broken is not None:
         # A rejected response has no ranking to compare: only the contract relation can judge that pair.
-        broken = probe.base if probe.base.invalid is not None else probe.follow
         if delegate is not None and broken.world.corpus is delegate:
             return []
         return [(r, r.check(probe.base, probe.follow)) for r in relations if r is VALID_RESPONSE]
     return [(r, r.check(probe.base, probe.follow)) for r in relations if relation_applies(r, perturbation)]
 
 
-def _invalid_reason(probe: Probe) -> str:
-    return f"the retriever's response broke the retriever contract (see {VALID_RESPONSE.name}): {probe.invalid}"
+def _invalid_reason(broken: Observation) -> str:
+    return f"the retriever's response broke the retriever contract (see {VALID_RESPONSE.name}): {broken.invalid}"
 
 
 def _search(
-    session: Session,
+    session: Executor,
     world: World,
     strategy: Any,
     relations: Sequence[Relation],
@@ -204,7 +204,7 @@ def _search(
         if state.get("error") is not None:
             return
         try:
-            probe = session.probe(world, perturbation)
+            probe = session.run(perturbation.plan(world))
         except RagmorphError as error:
             # Exceptions, timeouts and calls the retriever cannot take (filters it does not accept) prevent a
             # verdict; invalid responses do not get here (the probe records them as observations).
@@ -221,10 +221,11 @@ def _search(
             return
         delegate = world.corpus if unit.settings.contract_unit and unit.strategy != "contract" else None
         verdicts = _judge(relations, perturbation, probe, delegate)
-        if fresh and probe.invalid is not None:
+        broken = probe.invalid
+        if fresh and broken is not None:
             for relation in relations:
                 if relation is not VALID_RESPONSE and relation_applies(relation, perturbation):
-                    tallies[relation.name].last_reason = _invalid_reason(probe)
+                    tallies[relation.name].last_reason = _invalid_reason(broken)
         if fresh:
             for relation, verdict in verdicts:
                 tally = tallies[relation.name]
@@ -271,26 +272,25 @@ def _search(
     return None
 
 
-def _same_breach(relation: Relation, first: Verdict, probe: Probe) -> bool:
+def _same_breach(relation: Relation, first: Probe, probe: Probe) -> bool:
     """Whether `probe` shows the violation `first` of `relation` (for the contract: the same broken rule)."""
+    broken, wanted = probe.invalid, first.invalid
     if relation is not VALID_RESPONSE:
-        return probe.invalid is None
-    message = probe.invalid
-    wanted = first.detail.split("broke the retriever contract: ", 1)[-1]
-    return message is not None and breach_rule(message) == breach_rule(wanted)
+        return broken is None
+    return broken is not None and wanted is not None and broken.rule is wanted.rule
 
 
-def _judged(probe: Probe | str | None, relation: Relation, first: Verdict) -> Probe | None:
-    """`probe` when it shows the violation `first` of `relation` again, else None."""
+def _judged(probe: Probe | str | None, relation: Relation, first: Probe) -> Probe | None:
+    """`probe` when it shows the violation of `relation` that `first` showed again, else None."""
     if probe is None or isinstance(probe, str) or not _same_breach(relation, first, probe):
         return None
     verdict = relation.check(probe.base, probe.follow)
     return probe if verdict.applicable and not verdict.holds else None
 
 
-def _still_fails(session_for: Any, world: World, perturbation: Any, relation: Relation, first: Verdict) -> Probe | None:
+def _still_fails(session_for: Any, world: World, perturbation: Any, relation: Relation, first: Probe) -> Probe | None:
     try:
-        probe = session_for(world.corpus).probe(world, perturbation)
+        probe = session_for(world.corpus).run(perturbation.plan(world))
     except RagmorphError:
         return None
     return _judged(probe, relation, first)
@@ -350,12 +350,25 @@ def _minimise(unit: Unit, cache: CallCache, resolved: Any, world: World, violati
     made again on every candidate's fresh index. When even all of them do not, the corpus stays whole and the
     reason says so.
     """
-    sessions: list[Session] = []
+    sessions: list[Executor] = []
+    try:
+        return _minimise_with(unit, cache, resolved, world, violation, sessions)
+    finally:
+        for made in sessions:
+            try:
+                made.close()
+            except RagmorphError:
+                pass  # a candidate's index failing to close does not change what minimisation found
+
+
+def _minimise_with(
+    unit: Unit, cache: CallCache, resolved: Any, world: World, violation: _Violation, sessions: list[Executor]
+) -> _Minimised:
     perturbation, relation = violation.perturbation, violation.relation
     timeout = unit.settings.timeout
 
-    def session_for(corpus: Corpus, shared: CallCache | None = cache) -> Session:
-        session = Session(unit.retriever, corpus, cache=shared or CallCache(), timeout=timeout, resolved=resolved)
+    def session_for(corpus: Corpus, shared: CallCache | None = cache) -> Executor:
+        session = Executor(unit.retriever, corpus, cache=shared or CallCache(), timeout=timeout, resolved=resolved)
         sessions.append(session)
         return session
 
@@ -367,17 +380,17 @@ def _minimise(unit: Unit, cache: CallCache, resolved: Any, world: World, violati
 
     def reproduce(candidate: World) -> Probe | None:
         if not steps:
-            return _still_fails(session_for, candidate, perturbation, relation, violation.verdict)
+            return _still_fails(session_for, candidate, perturbation, relation, violation.probe)
         try:
-            probe = probe_after(
-                unit.retriever, candidate, perturbation, steps, violation.sources, timeout=timeout, resolved=resolved, made=sessions
+            probe = run_after(
+                unit.retriever, perturbation.plan(candidate), steps, violation.sources, timeout=timeout, resolved=resolved, made=sessions
             )
         except RagmorphError:
             return None
-        return _judged(probe, relation, violation.verdict)
+        return _judged(probe, relation, violation.probe)
 
     # A fresh index that has seen nothing else: does the world alone show the violation?
-    if _still_fails(lambda c: session_for(c, None), world, perturbation, relation, violation.verdict) is None:
+    if _still_fails(lambda c: session_for(c, None), world, perturbation, relation, violation.probe) is None:
         history_budget = {"left": _HISTORY_BUDGET}
 
         def try_steps(chosen: tuple[tuple[int, Step], ...]) -> bool:
@@ -508,7 +521,7 @@ def _violation_record(
     return record
 
 
-def _base_metrics(session: Session, unit: Unit, world: World) -> dict[str, float | None] | None:
+def _base_metrics(session: Executor, unit: Unit, world: World) -> dict[str, float | None] | None:
     from ..metrics import evaluate, standard_metrics
 
     try:
@@ -533,9 +546,27 @@ def execute(unit: Unit, cache: CallCache | None = None) -> tuple[Result, ...]:
 
     try:
         resolved = unit.retriever.resolve()
-        session = Session(unit.retriever, unit.corpus, cache=cache, timeout=unit.settings.timeout, resolved=resolved)
+        executor = Executor(unit.retriever, unit.corpus, cache=cache, timeout=unit.settings.timeout, resolved=resolved)
     except RagmorphError as error:
         return rows("error", str(error))
+    try:
+        results = _execute(unit, cache, resolved, executor, rows)
+    except BaseException:
+        with contextlib.suppress(RagmorphError):
+            executor.close()
+        raise
+    try:
+        executor.close()
+    except RagmorphError as error:
+        # Closing the instance the runner built failed: a retriever error like any other.
+        return rows("error", str(error), calls=executor.calls)
+    return results
+
+
+def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, rows: Any) -> tuple[Result, ...]:
+    family = FAMILIES[unit.strategy]
+    relations = family.relations
+    session = executor
     world = start_world(unit.corpus, unit.case, unit.settings.ks)
     base_metrics = _base_metrics(session, unit, world)
     reason = family.applicable(world)
@@ -548,7 +579,9 @@ def execute(unit: Unit, cache: CallCache | None = None) -> tuple[Result, ...]:
     judged = relations if VALID_RESPONSE in relations else (*relations, VALID_RESPONSE)
     tallies = {r.name: _Tally() for r in judged}
     missing = {r.name: sorted(set(r.requires) - session.traits) for r in judged}
-    active = [r for r in judged if not missing[r.name]]
+    not_judged = session.capabilities.filtering_not_judged
+    excused = {r.name for r in judged if r.judges_filtering and not_judged is not None}
+    active = [r for r in judged if not missing[r.name] and r.name not in excused]
     strategy = family.draw(world, ks=unit.settings.ks, delta=session.supports_delta, filters=session.capabilities.supports_filters)
     targets = {r.name for r in active if r.severity is Severity.HARD}
     seen: set[str] = set()
@@ -561,12 +594,10 @@ def execute(unit: Unit, cache: CallCache | None = None) -> tuple[Result, ...]:
         name = violation.relation.name
         targets.discard(name)
         calls_first = tallies[name].calls_to_first_failure or session.asked
-        if unit.settings.minimise and session.has_factory:
+        if session.has_factory:
             minimised = _minimise(unit, cache, resolved, world, violation)
         else:
-            why = None if not unit.settings.minimise else (
-                "black-box retriever: without a factory the runner cannot build an index over a smaller corpus"
-            )
+            why = "black-box retriever: without a factory the runner cannot build an index over a smaller corpus"
             minimised = _Minimised(world, violation.probe, None, why, 0, 0)
         shrinking = session.asked - calls_first + minimised.asked
         found[name] = _violation_record(unit, violation, minimised, calls_first, shrinking)
@@ -599,6 +630,8 @@ def execute(unit: Unit, cache: CallCache | None = None) -> tuple[Result, ...]:
                 "attribute or check(..., traits={name: [...]}) when they hold"
             )
             results.append(Result(status="not_applicable", reason=why, **common))
+        elif relation.name in excused:
+            results.append(Result(status="not_applicable", reason=not_judged, **common))
         elif tally.tested == 0:
             why = tally.last_reason or "no drawn perturbation could test this relation"
             results.append(Result(status="not_applicable", reason=why, **common))

@@ -9,12 +9,14 @@ from typing import Any
 
 import attrs
 
-from ..errors import InputError, RagmorphError
+from ..adapters import Configured, load_retriever, locate_retriever
+from ..errors import InputError, RagmorphError, UsageError
 from ..model import Case, Chunk, Corpus, Filters, Params, World
 from ..relations import Relation
 from ..strategies import perturbation_from_dict, relation
 from ..strategies.contract import VALID_RESPONSE
-from ._session import CallCache, RetrieverSpec, Session, Step, probe_after
+from ._executor import CallCache, Executor, Step, run_after
+from ._spec import RetrieverSpec
 
 __all__ = ["REPLAY_SCHEMA", "ReplayOutcome", "replay", "write_replay"]
 
@@ -59,7 +61,7 @@ def write_replay(
     after = perturbation.apply(world)
     data = {
         "schema": REPLAY_SCHEMA,
-        "retriever": {"name": unit.retriever.name, "spec": unit.retriever.import_string, "traits": list(unit.retriever.traits)},
+        "retriever": {"name": unit.retriever.name, **locate_retriever(unit.retriever.target), "traits": list(unit.retriever.traits)},
         "relation": relation.name,
         "severity": relation.severity.value,
         "strategy": unit.strategy,
@@ -97,6 +99,29 @@ class ReplayOutcome:
         return 1 if self.reproduced else 0
 
 
+def _saved_retriever(stored: dict[str, Any], path: Path) -> Any:
+    """The retriever a replay file names: its import string, else its absolute `file.py:attr` (any folder works)."""
+    candidates = [c for c in (stored.get("spec"), stored.get("file")) if c]
+    if not candidates:
+        raise InputError(
+            "expected a retriever import string in the replay file (the run used an object built at run time); "
+            "pass one: ragmorph replay FILE --retriever MOD:ATTR, or replay(path, retriever=...)",
+            file=str(path),
+            field="retriever.spec",
+        )
+    for candidate in candidates[:-1]:
+        try:
+            load_retriever(candidate)
+            break
+        except UsageError:
+            continue  # e.g. a relative file spec replayed from another folder: the absolute file path follows
+    else:
+        candidate = candidates[-1]
+        load_retriever(candidate)
+    options = stored.get("options")
+    return Configured(candidate, options) if options else candidate
+
+
 def replay(path: str | Path, retriever: Any = None) -> ReplayOutcome:
     """Re-run the minimal world of a replay file on `retriever` (default: the import string stored in the file)."""
     path = Path(path)
@@ -109,14 +134,7 @@ def replay(path: str | Path, retriever: Any = None) -> ReplayOutcome:
         raise InputError(f"expected schema {REPLAY_SCHEMA!r}, got {got!r}", file=str(path), field="schema")
     stored = data.get("retriever") or {}
     if retriever is None:
-        if not stored.get("spec"):
-            raise InputError(
-                "expected a retriever import string in the replay file (the run used an in-process object); pass "
-                "the retriever to replay(path, retriever=...)",
-                file=str(path),
-                field="retriever.spec",
-            )
-        retriever = stored["spec"]
+        retriever = _saved_retriever(stored, path)
     spec = RetrieverSpec.of(retriever, stored.get("name"), traits=stored.get("traits", ()))
     judged = relation(data["relation"])
     perturbation = perturbation_from_dict(data["perturbation"])
@@ -127,9 +145,13 @@ def replay(path: str | Path, retriever: Any = None) -> ReplayOutcome:
         if history:
             steps = tuple((int(s["number"]), Step.from_dict(s)) for s in history["steps"])
             sources = (history["sources"][0], history["sources"][1])
-            probe = probe_after(spec, world, perturbation, steps, sources, timeout=timeout)
+            probe = run_after(spec, perturbation.plan(world), steps, sources, timeout=timeout)
         else:
-            probe = Session(spec, world.corpus, cache=CallCache(), timeout=timeout).probe(world, perturbation)
+            executor = Executor(spec, world.corpus, cache=CallCache(), timeout=timeout)
+            try:
+                probe = executor.run(perturbation.plan(world))
+            finally:
+                executor.close()
     except (KeyError, TypeError, ValueError) as error:
         raise InputError(f"expected a history with numbered steps and two sources, got {error!r}", file=str(path), field="history") from error
     except RagmorphError as error:
@@ -139,7 +161,7 @@ def replay(path: str | Path, retriever: Any = None) -> ReplayOutcome:
     broken = probe.invalid
     if broken is not None and judged is not VALID_RESPONSE:
         # The retriever now breaks the contract instead: that prevents a verdict on this relation.
-        message = f"the response broke the retriever contract, so {judged.name} cannot be judged: {broken}"
+        message = f"the response broke the retriever contract, so {judged.name} cannot be judged: {broken.invalid}"
         return ReplayOutcome(False, judged.name, message, error=message)
     verdict = judged.check(probe.base, probe.follow)
     return ReplayOutcome(

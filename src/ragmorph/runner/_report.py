@@ -10,7 +10,7 @@ import attrs
 
 from ..model import Case, Corpus
 from ._engine import Result, Settings
-from ._session import RetrieverSpec
+from ._spec import RetrieverSpec
 
 __all__ = ["REPORT_SCHEMA", "CheckReport", "EXIT_ERRORS", "EXIT_OK", "EXIT_VIOLATIONS"]
 

@@ -1,0 +1,576 @@
+"""The executor: the one place that runs a perturbation's plan of calls against a retriever.
+
+A perturbation is plain data (`ragmorph.relations.Plan`): calls, each naming a world and the instance that answers
+it. The executor owns everything else: the run's call cache, the base instance and the fresh ones it builds (and
+closes), corpus edits applied as deltas, updates or re-indexes and always undone, the history of calls made on the
+base instance (so stateful violations replay), call counters, and the observations it hands back: validated
+rankings with the contract rule a rejected response broke and the metrics attached. Relations only judge them.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import attrs
+
+from ..adapters import GuardedRetriever, applied_delta, describe_capabilities, is_factory
+from ..errors import InvalidResponse, RagmorphError, retriever_errors
+from ..metrics import evaluate
+from ..model import Chunk, Corpus, Filters, Params, Ranking, World
+from ..relations import Call, Edit, Instance, Observation, Plan, Role
+from ..strategies import corpus_diff, derivation
+from ._spec import RetrieverSpec
+
+__all__ = ["CallCache", "Executor", "Probe", "Step", "invalid_observation", "observation", "run_after"]
+
+# Why a call cannot be made on this retriever (the plan's relations are then not_applicable with this reason).
+_NO_DELTA = "the retriever has no add/remove to apply and undo a delta"
+_NOT_A_DELTA = "this corpus edit is not an add/remove delta of the base corpus"
+_NO_UPDATE = "the retriever has no update(chunks) to apply and undo an update in place"
+_NOT_AN_UPDATE = "this corpus edit changes which ids exist, so update(chunks) cannot express it"
+_NO_INDEX = "the retriever has no index(corpus) to re-index the same instance"
+_NO_TWIN = "the retriever declares no exact twin (a `ragmorph_twin` factory taking the corpus)"
+_BLACK_BOX = (
+    "black-box retriever over a fixed corpus: corpus edits need a factory (a class or function taking the "
+    "corpus); the runner never edits an index it did not build"
+)
+
+
+class CallCache:
+    """Rankings (or the error raised) by retriever, index state, query, k and filters, shared within a run."""
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[Any, ...], Ranking | BaseException] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get_or_call(self, key: tuple[Any, ...], call: Callable[[], Ranking]) -> Ranking:
+        """The cached ranking for `key`, else `call()` (errors are cached too so a broken call is not retried)."""
+        if key in self._entries:
+            self.hits += 1
+            found = self._entries[key]
+        else:
+            self.misses += 1
+            try:
+                found = call()
+            except Exception as error:
+                found = error
+            self._entries[key] = found
+        if isinstance(found, BaseException):
+            raise found
+        return found
+
+
+@attrs.frozen
+class Step:
+    """One call the base instance answered, inside an edit (delta, update or re-index) applied before and undone after.
+
+    An executor records its steps so that a violation which needs the calls made before it (a stale cache, state
+    leaking between calls) can be reproduced on a fresh instance by making the same steps again.
+    """
+
+    query: str
+    params: Params
+    add: tuple[Chunk, ...] = ()
+    remove: tuple[str, ...] = ()
+    update: tuple[Chunk, ...] = ()
+    index: Corpus | None = attrs.field(default=None, eq=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (for replay files); `update` and `index` appear only when used."""
+        data: dict[str, Any] = {
+            "query": self.query,
+            "params": {"k": self.params.k, "filters": self.params.filters.to_dict()},
+            "add": [c.to_dict() for c in self.add],
+            "remove": list(self.remove),
+        }
+        if self.update:
+            data["update"] = [c.to_dict() for c in self.update]
+        if self.index is not None:
+            data["index"] = [c.to_dict() for c in self.index]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Step:
+        """Inverse of `to_dict`."""
+        params = Params(data["params"]["k"], Filters(**data["params"]["filters"]))
+        index = data.get("index")
+        return cls(
+            data["query"],
+            params,
+            tuple(Chunk(**c) for c in data.get("add", ())),
+            tuple(data.get("remove", ())),
+            tuple(Chunk(**c) for c in data.get("update", ())),
+            None if index is None else Corpus(Chunk(**c) for c in index),
+        )
+
+
+@attrs.frozen
+class Probe:
+    """The base and follow-up observations of one plan, and which recorded steps gave them (None: no step did)."""
+
+    base: Observation
+    follow: Observation
+    sources: tuple[int | None, int | None] = (None, None)
+
+    @property
+    def invalid(self) -> Observation | None:
+        """The first of the two observations whose response broke the retriever contract, else None."""
+        if self.base.rule is not None:
+            return self.base
+        return self.follow if self.follow.rule is not None else None
+
+
+class _Metrics(Mapping[str, "float | None"]):
+    """Metric values of one observation, each computed on first use (ir_measures names, e.g. `R@5`).
+
+    Iterating lists the values computed so far; looking a name up computes it.
+    """
+
+    __slots__ = ("_case", "_corpus", "_ranking", "_values")
+
+    def __init__(self, world: World, ranking: Ranking) -> None:
+        self._ranking, self._case, self._corpus = ranking, world.case, world.corpus
+        self._values: dict[str, float | None] = {}
+
+    def __getitem__(self, name: str) -> float | None:
+        if name not in self._values:
+            self._values[name] = evaluate(self._ranking, self._case, [name], corpus=self._corpus)[name]
+        return self._values[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict(self._values))
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+
+def observation(world: World, ranking: Ranking) -> Observation:
+    """The observation of `ranking` answered on `world`, with its metrics attached."""
+    return Observation(world, ranking, _Metrics(world, ranking))
+
+
+def invalid_observation(world: World, error: InvalidResponse) -> Observation:
+    """The observation of a call on `world` whose response the validator rejected (message and rule kept)."""
+    return Observation(world, Ranking(), _Metrics(world, Ranking()), invalid=str(error), rule=error.rule)
+
+
+class Executor:
+    """Runs plans for one retriever over one base corpus: a lazily built base instance, fresh ones, call counting."""
+
+    def __init__(
+        self,
+        spec: RetrieverSpec,
+        corpus: Corpus,
+        *,
+        cache: CallCache,
+        timeout: float | None = None,
+        resolved: Any = None,
+    ) -> None:
+        self.spec = spec
+        self.corpus = corpus
+        self.cache = cache
+        self.timeout = timeout
+        self.target = resolved if resolved is not None else spec.resolve()
+        self.has_factory = is_factory(self.target)
+        self.capabilities = describe_capabilities(self.target)
+        self.traits = spec.all_traits(self.target)
+        self._base: GuardedRetriever | None = None
+        self.calls = 0
+        self.served = 0  # calls answered from the call cache instead of the retriever
+        self.steps: list[Step] = []
+        # Cache key -> the step that filled it; `_source` is the step behind the call being answered (None:
+        # another executor's instance or a fresh index answered), read when a probe is assembled.
+        self._step_of: dict[tuple[Any, ...], int] = {}
+        self._source: int | None = None
+
+    # ------------------------------------------------------------------------------------------ instances
+
+    def _key(self, state: tuple[Any, ...], query: str, params: Params) -> tuple[Any, ...]:
+        # Index state identity, part of every cache key: what the index holds and how it got there.
+        return (self.spec.name, state, query, params.k, params.filters)
+
+    def _guard(self, retriever: Any, corpus: Corpus) -> GuardedRetriever:
+        return GuardedRetriever(retriever, corpus=corpus, timeout=self.timeout, name=self.spec.name)
+
+    def _build(self, corpus: Corpus, factory: Any = None) -> GuardedRetriever:
+        with retriever_errors(f"factory {self.spec.name}, building an index of {len(corpus)} chunks,"):
+            built = (factory or self.target)(corpus)
+        return self._guard(built, corpus)
+
+    def _close(self, retriever: Any) -> None:
+        close = getattr(retriever, "close", None)
+        if callable(close):
+            with retriever_errors(f"retriever {self.spec.name}.close"):
+                close()
+
+    @property
+    def base_instance(self) -> GuardedRetriever:
+        """The retriever over the base corpus (built on first need, so fully cached units build nothing)."""
+        if self._base is None:
+            self._base = self._build(self.corpus) if self.has_factory else self._guard(self.target, self.corpus)
+            if self.has_factory:
+                self.capabilities = describe_capabilities(self.target, built=self._base.retriever)
+        return self._base
+
+    def close(self) -> None:
+        """Close the base instance if this executor built it (a retriever handed in is the caller's to close)."""
+        base, self._base = self._base, None
+        if base is not None and self.has_factory:
+            self._close(base.retriever)
+
+    @property
+    def supports_delta(self) -> bool:
+        """Whether corpus edits can be applied as add/remove deltas on the base instance.
+
+        Only on an index the runner built from the factory: a retriever object handed in is never mutated.
+        """
+        return self.has_factory and bool(self.capabilities.supports_delta)
+
+    @property
+    def asked(self) -> int:
+        """Calls this executor asked for, whether the retriever or the call cache answered them."""
+        return self.calls + self.served
+
+    def corpus_edit_reason(self) -> str | None:
+        """None when this retriever can be run on an edited corpus, else why not."""
+        return None if self.has_factory else _BLACK_BOX
+
+    # ------------------------------------------------------------------------------------------ calls
+
+    def _cached(self, key: tuple[Any, ...], call: Callable[[], Ranking]) -> Ranking:
+        hits = self.cache.hits
+        try:
+            return self.cache.get_or_call(key, call)
+        finally:
+            self.served += self.cache.hits - hits
+
+    def _call(self, guard: GuardedRetriever, query: str, params: Params, corpus: Corpus) -> Ranking:
+        before = guard.calls
+        try:
+            return guard.retrieve(query, params, corpus=corpus)
+        finally:
+            self.calls += guard.calls - before
+
+    @contextmanager
+    def _edited(self, retriever: Any, step: Step) -> Iterator[None]:
+        """`step`'s edit applied to the base instance, undone on the way out (even when the call failed)."""
+        name = self.spec.name
+        if step.add or step.remove:
+            with applied_delta(retriever, add=step.add, remove=step.remove, corpus=self.corpus):
+                yield
+        elif step.update:
+            originals = [self.corpus[c.id] for c in step.update]
+            with retriever_errors(f"retriever {name}.update"):
+                retriever.update(list(step.update))
+            try:
+                yield
+            finally:
+                with retriever_errors(f"retriever {name}.update (undoing an update)"):
+                    retriever.update(originals)
+        elif step.index is not None:
+            with retriever_errors(f"retriever {name}.index"):
+                retriever.index(step.index)
+            try:
+                yield
+            finally:
+                with retriever_errors(f"retriever {name}.index (re-indexing the base corpus)"):
+                    retriever.index(self.corpus)
+        else:
+            yield
+
+    def _on_instance(self, step: Step, known: Corpus) -> Ranking:
+        """Make `step` on the base instance (its edit applied, then undone) and record it."""
+        guard = self.base_instance
+        self._source = len(self.steps)
+        self.steps.append(step)
+        with self._edited(guard.retriever, step):
+            return self._call(guard, step.query, step.params, known)
+
+    def _recorded(self, key: tuple[Any, ...], step: Step, known: Corpus) -> Ranking:
+        self._source = self._step_of.get(key)
+
+        def call() -> Ranking:
+            self._step_of[key] = len(self.steps)
+            return self._on_instance(step, known)
+
+        return self._cached(key, call)
+
+    def _built(self, key: tuple[Any, ...], corpus: Corpus, query: str, params: Params, known: Corpus, factory: Any = None) -> Ranking:
+        """A fresh instance over `corpus` answers (cached), and is closed after."""
+        self._source = None
+
+        def call() -> Ranking:
+            built = self._build(corpus, factory)
+            try:
+                return self._call(built, query, params, known)
+            finally:
+                self._close(built.retriever)
+
+        return self._cached(key, call)
+
+    def observe_base(self, world: World) -> Ranking:
+        """The base ranking of `world` (whose corpus is the executor's corpus), from the cache when possible."""
+        key = self._key(("base", self.corpus.fingerprint), world.case.query, world.params)
+        return self._recorded(key, Step(world.case.query, world.params), self.corpus)
+
+    def _unchanged(self, corpus: Corpus) -> bool:
+        return corpus is self.corpus or corpus.chunks == self.corpus.chunks
+
+    def _known(self, corpus: Corpus, added: Sequence[Chunk]) -> Corpus:
+        """The ids a response over `corpus` may name without being invalid: the base corpus plus what was added.
+
+        A removed id is deliberately *known*: returning it is a relation failure ("removed id never returned")
+        with a shrunk, replayable example, not a malformed response.
+        """
+        if not added:
+            return self.corpus
+        if len(corpus) == len(self.corpus) + len(added):
+            return corpus  # nothing was removed, so `corpus` already holds exactly base + added
+        return self.corpus.with_chunks(added)
+
+    def _edit_step(self, call: Call, edit: Edit) -> tuple[Step, Corpus] | str:
+        """The step making `call` on the base instance through `edit`, with the ids it may name; or why not."""
+        world = call.world
+        query, params, corpus = world.case.query, world.params, world.corpus
+        if edit is Edit.DELTA:
+            delta = None if _is_reordering(self.corpus, corpus) else _as_delta(self.corpus, corpus)
+            if not self.supports_delta:
+                return _NO_DELTA
+            if delta is None:
+                return _NOT_A_DELTA
+            return Step(query, params, delta[0], delta[1]), self._known(corpus, delta[0])
+        if edit is Edit.UPDATE:
+            if not (self.has_factory and self.capabilities.supports_update):
+                return _NO_UPDATE
+            if len(corpus) != len(self.corpus) or any(c.id not in self.corpus for c in corpus):
+                return _NOT_AN_UPDATE
+            changed = tuple(c for c in corpus if self.corpus[c.id] != c)
+            return Step(query, params, update=changed), corpus
+        if not (self.has_factory and self.capabilities.supports_index):
+            return _NO_INDEX
+        added = [c for c in corpus if c.id not in self.corpus]
+        return Step(query, params, index=corpus), self._known(corpus, added)
+
+    def _answer_base(self, call: Call) -> Ranking | str:
+        """A call on the base instance: as it is, through the call's edit, or (edit unset) a delta when it takes
+        one, else a fresh index over the call's corpus. Cached."""
+        world = call.world
+        query, params, corpus = world.case.query, world.params, world.corpus
+        if self._unchanged(corpus):
+            return self.observe_base(world)
+        if call.edit is not None:
+            made = self._edit_step(call, call.edit)
+            if isinstance(made, str):
+                return made
+            step, known = made
+            state = ("edited", call.edit.value, self.corpus.fingerprint, step.add, step.remove, step.update, _fingerprint(step.index))
+            return self._recorded(self._key(state, query, params), step, known)
+        reordering = _is_reordering(self.corpus, corpus)
+        delta = None if reordering else _as_delta(self.corpus, corpus)
+        state = _corpus_state(self.corpus, corpus, delta, reordering)
+        if delta is not None and self.supports_delta:
+            add, remove = delta
+            key = self._key(("applied",) + state, query, params)
+            return self._recorded(key, Step(query, params, add, remove), self._known(corpus, add))
+        if not self.has_factory:
+            self._source = None
+            return _BLACK_BOX
+        return self._built(self._key(("built",) + state, query, params), corpus, query, params, self._fresh_known(corpus, delta, reordering))
+
+    def _fresh_known(self, corpus: Corpus, delta: Any, reordering: bool) -> Corpus:
+        if reordering:
+            return self.corpus
+        added = delta[0] if delta is not None else [corpus[i] for i in corpus_diff(self.corpus, corpus)[0]]
+        return self._known(corpus, added)
+
+    def _answer(self, call: Call) -> Ranking | str:
+        """The ranking answering `call` (InvalidResponse and retriever errors propagate), or why it cannot be made."""
+        world = call.world
+        query, params, corpus = world.case.query, world.params, world.corpus
+        if call.instance is Instance.BASE:
+            return self._answer_base(call)
+        if call.instance is Instance.SAME:
+            # Never cached: the instance's current state (after earlier undone edits, which may reorder ties)
+            # is what the plan compares against.
+            if self._unchanged(corpus):
+                return self._on_instance(Step(query, params), self.corpus)
+            made = self._edit_step(call, call.edit or Edit.DELTA)
+            if isinstance(made, str):
+                return made
+            return self._on_instance(*made)
+        if not self.has_factory:
+            self._source = None
+            return _BLACK_BOX
+        reordering = _is_reordering(self.corpus, corpus)
+        delta = None if reordering else _as_delta(self.corpus, corpus)
+        state = _corpus_state(self.corpus, corpus, delta, reordering)
+        known = self._fresh_known(corpus, delta, reordering) if not self._unchanged(corpus) else self.corpus
+        if call.instance is Instance.FRESH:
+            return self._built(self._key(("built",) + state, query, params), corpus, query, params, known)
+        twin = getattr(self.target, "ragmorph_twin", None)
+        if not callable(twin):
+            self._source = None
+            return _NO_TWIN
+        return self._built(self._key(("twin",) + state, query, params), corpus, query, params, known, factory=twin)
+
+    def run(self, plan: Plan) -> Probe | str:
+        """Make the calls of `plan` in order; the base and follow-up observations, or why the plan cannot run.
+
+        A response that breaks the retriever contract becomes an observation with `rule` set and ends the plan
+        (see `Plan`); exceptions and timeouts of the retriever propagate as RagmorphError.
+        """
+        observed: dict[Role, Observation] = {}
+        sources: dict[Role, int | None] = {}
+        for call in plan.calls:
+            if call.instance is Instance.DERIVED:
+                observed[Role.FOLLOW] = observation(call.world, call.derive(observed[Role.BASE].ranking))  # type: ignore[misc]
+                continue
+            try:
+                answer = self._answer(call)
+            except InvalidResponse as error:
+                role = Role.BASE if Role.BASE not in observed else Role.FOLLOW
+                observed[role], sources[role] = invalid_observation(call.world, error), self._source
+                break
+            if isinstance(answer, str):
+                return answer
+            if call.role is not None:
+                observed[call.role], sources[call.role] = observation(call.world, answer), self._source
+        base = observed.get(Role.BASE) or observation(plan.base, Ranking())
+        follow = observed.get(Role.FOLLOW) or observation(plan.follow, Ranking())
+        return Probe(base, follow, (sources.get(Role.BASE), sources.get(Role.FOLLOW)))
+
+    def run_steps(self, steps: Sequence[tuple[int, Step]]) -> dict[int, Ranking | InvalidResponse | None]:
+        """Make `steps` (numbered) on this executor's base instance, deltas restricted to its corpus.
+
+        Returns each step's ranking, or the InvalidResponse it raised, or None when the retriever failed.
+        """
+        results: dict[int, Ranking | InvalidResponse | None] = {}
+        for number, step in steps:
+            remove = tuple(i for i in step.remove if i in self.corpus)
+            update = tuple(c for c in step.update if c.id in self.corpus)
+            try:
+                known = self.corpus.with_chunks(step.add) if step.add else self.corpus
+                if step.index is not None:
+                    known = self._known(step.index, [c for c in step.index if c.id not in self.corpus])
+                results[number] = self._on_instance(attrs.evolve(step, remove=remove, update=update), known)
+            except InvalidResponse as error:
+                results[number] = error
+            except RagmorphError:
+                results[number] = None
+        return results
+
+
+def run_after(
+    spec: RetrieverSpec,
+    plan: Plan,
+    steps: Sequence[tuple[int, Step]],
+    sources: tuple[int | None, int | None],
+    *,
+    timeout: float | None = None,
+    resolved: Any = None,
+    made: list[Executor] | None = None,
+) -> Probe | str:
+    """Run `plan` the way it was first observed, after the calls that came before it.
+
+    A fresh instance over the plan's base corpus makes `steps` (numbered as in the executor that recorded them);
+    the base and follow-up observations are the results of the steps numbered `sources`, or, where a source is
+    None (the run's call cache or a fresh index answered), the plan's own call made by a second fresh executor.
+    A string says why no probe could be formed (a step the observation needs failed).
+    """
+    corpus = plan.base.corpus
+    replayed = Executor(spec, corpus, cache=CallCache(), timeout=timeout, resolved=resolved)
+    other = Executor(spec, corpus, cache=CallCache(), timeout=timeout, resolved=resolved)
+    if made is not None:
+        made.extend((replayed, other))
+    results = replayed.run_steps(steps)
+    params_of = {number: step.params for number, step in steps}
+    calls = {call.role: call for call in plan.calls if call.role is not None}
+    observed: dict[Role, Observation] = {}
+    for role, source in zip((Role.BASE, Role.FOLLOW), sources):
+        call = calls[role]
+        if call.instance is Instance.DERIVED:
+            observed[role] = observation(call.world, call.derive(observed[Role.BASE].ranking))  # type: ignore[misc]
+        elif source is not None:
+            found = results.get(source)
+            world = attrs.evolve(call.world, params=params_of.get(source, call.world.params))
+            if isinstance(found, Ranking):
+                observed[role] = observation(world, found)
+            elif isinstance(found, InvalidResponse):
+                observed[role] = invalid_observation(world, found)
+            else:
+                return f"step {source} of the recorded calls failed when made again"
+        else:
+            try:
+                answer = other._answer(call)
+            except InvalidResponse as error:
+                observed[role] = invalid_observation(call.world, error)
+            else:
+                if isinstance(answer, str):
+                    return answer
+                observed[role] = observation(call.world, answer)
+        if observed[role].rule is not None:
+            break
+    base = observed[Role.BASE]
+    follow = observed.get(Role.FOLLOW) or observation(plan.follow, Ranking())
+    return Probe(base, follow, sources)
+
+
+def _fingerprint(corpus: Corpus | None) -> str | None:
+    return None if corpus is None else corpus.fingerprint
+
+
+def _without_positions(corpus: Corpus, ids: frozenset[str]) -> list[Chunk]:
+    """`corpus.chunks` minus the chunks `ids`, deleting by position (C-speed list surgery, no Python loop over n)."""
+    chunks = list(corpus.chunks)
+    for position in sorted((corpus.position(i) for i in ids), reverse=True):
+        del chunks[position]
+    return chunks
+
+
+def _as_delta(before: Corpus, after: Corpus) -> tuple[tuple[Chunk, ...], tuple[str, ...]] | None:
+    """(added chunks, removed ids) turning `before` into `after`, or None when order or content changed otherwise."""
+    derived = derivation(before, after)
+    if derived is not None and derived.pure:
+        # Built by insertions and removals alone: the delta is known without comparing every chunk.
+        return derived.added_chunks, tuple(sorted(derived.removed, key=before.position))
+    added_ids, removed_ids = corpus_diff(before, after)
+    # Perturbations reuse the Chunk objects they keep, so list equality settles on identity at C speed.
+    if _without_positions(before, removed_ids) != _without_positions(after, added_ids):
+        return None
+    added = tuple(sorted((after[i] for i in added_ids), key=lambda c: after.position(c.id)))
+    removed = tuple(sorted(removed_ids, key=before.position))
+    return added, removed
+
+
+def _is_reordering(base: Corpus, after: Corpus) -> bool:
+    """True when `after` holds the very chunk objects of `base` in another order (compared at C speed)."""
+    if len(after) != len(base) or not base.chunks or derivation(base, after) is not None:
+        return False
+    return set(map(id, after.chunks)) == _identities(base)
+
+
+def _corpus_state(base: Corpus, after: Corpus, delta: Any, reordering: bool) -> tuple[Any, ...]:
+    """A cheap identity of `after` relative to `base` for cache keys (no full fingerprint of big corpora)."""
+    if delta is not None:
+        return ("delta", base.fingerprint, delta[0], delta[1])
+    if reordering:
+        return ("order", base.fingerprint, tuple(map(_ID, after.chunks)))
+    return ("corpus", after.fingerprint)
+
+
+_ID = operator.attrgetter("id")
+_IDENTITIES: list[tuple[Corpus, frozenset[int]]] = []
+
+
+def _identities(corpus: Corpus) -> frozenset[int]:
+    """The identities of `corpus`'s chunk objects (the last corpus asked is remembered: it is the base)."""
+    if not _IDENTITIES or _IDENTITIES[0][0] is not corpus:
+        _IDENTITIES[:] = [(corpus, frozenset(map(id, corpus.chunks)))]
+    return _IDENTITIES[0][1]

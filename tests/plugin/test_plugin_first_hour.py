@@ -1,0 +1,102 @@
+"""The pytest plugin in a new user's first hour (issue 13): clean ids and marks, a replay command that runs as
+printed, a config file read by the plugin, and missing data as one collection error."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+# Loaded before pytester's in-process runs (see test_plugin.py for why).
+import ragmorph.adapters  # noqa: F401
+import ragmorph.demo  # noqa: F401
+import ragmorph.reporting  # noqa: F401
+import ragmorph.runner  # noqa: F401
+import ragmorph.worlds  # noqa: F401
+
+pytest_plugins = ["pytester"]
+
+BUGGY = """
+from ragmorph.worlds import generate
+from ragmorph.demo import PostFilteredPipeline
+from ragmorph.pytest_plugin import suite
+
+WORLD = generate(3, chunks=24, cases=3)
+ragmorph_suite = suite(retrievers={"postfilter": PostFilteredPipeline}, corpus=WORLD.corpus, cases=WORLD.cases,
+                       strategies=("tenancy",), ks=(1, 3, 5))
+"""
+
+
+def test_failures_name_the_relation_once_warn_about_no_mark_and_print_a_replay_command_that_runs(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_buggy=BUGGY)
+    result = pytester.runpytest_inprocess(
+        "--ragmorph-max-examples", "10", "-p", "no:xdist", "-p", "no:cacheprovider",
+        "-W", "error::pytest.PytestUnknownMarkWarning",
+    )
+    text = result.stdout.str()
+    assert result.ret == 1, text
+    assert "PytestUnknownMarkWarning" not in text and "xdist_group" not in text
+    assert "tenancy.tenancy." not in text
+    assert re.search(r"ragmorph postfilter: tenancy\.\w+ \(hard\)", text), text
+    commands = re.findall(r"^\s*replay\s+(ragmorph replay \S+)$", text, flags=re.MULTILINE)
+    assert commands, text
+    done = subprocess.run([sys.executable, "-m", "ragmorph.cli", *commands[0].split()[1:]], capture_output=True, text=True, timeout=120, cwd=Path("/"))
+    assert done.returncode == 1 and "reproduced" in done.stdout, done.stdout + done.stderr
+
+
+def _project(pytester: pytest.Pytester, config: str) -> Path:
+    from ragmorph.io import write_cases, write_corpus
+    from ragmorph.worlds import generate
+
+    world = generate(3, chunks=24, cases=3)
+    data = pytester.mkdir("data")
+    write_corpus(world.corpus, data / "corpus.jsonl")
+    write_cases(world.cases, data / "cases.jsonl")
+    pytester.makefile(".toml", ragmorph=config)
+    tests = pytester.mkdir("tests")
+    tests.joinpath("test_config.py").write_text("from ragmorph.pytest_plugin import suite\n\nragmorph_suite = suite()\n",
+                                                encoding="utf-8")
+    return tests
+
+
+CONFIG = """
+corpus = "data/corpus.jsonl"
+cases = "data/cases.jsonl"
+strategies = ["cutoff"]
+ks = [1, 3]
+max_examples = 3
+
+[retrievers]
+bm25 = { spec = "ragmorph.adapters:BM25Retriever", traits = ["lexical"] }
+"""
+
+
+def test_suite_without_arguments_reads_the_config_file_above_the_test(pytester: pytest.Pytester) -> None:
+    tests = _project(pytester, CONFIG)
+    result = pytester.runpytest_inprocess(str(tests), "-v", "-p", "no:cacheprovider")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["*test_config.py::bm25?cutoff-prefix? PASSED*"])
+
+
+def test_missing_data_is_one_short_collection_error(pytester: pytest.Pytester) -> None:
+    tests = _project(pytester, CONFIG)
+    (pytester.path / "data" / "cases.jsonl").unlink()
+    result = pytester.runpytest_inprocess(str(tests), "-p", "no:cacheprovider")
+    text = result.stdout.str()
+    assert result.ret == pytest.ExitCode.INTERRUPTED, text
+    result.stdout.fnmatch_lines(["*ragmorph suite 'ragmorph_suite': *cases.jsonl: expected an existing file*",
+                                 "*1 error*"])
+    assert "Traceback" not in text and "site-packages" not in text
+    assert len(result.outlines) < 25, text
+
+
+def test_a_bad_config_key_is_a_collection_error_naming_file_and_key(pytester: pytest.Pytester) -> None:
+    tests = _project(pytester, CONFIG.replace("ks = [1, 3]", "ks = [0]"))
+    result = pytester.runpytest_inprocess(str(tests), "-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(["*ragmorph.toml field 'ks': expected a non-empty list of positive integers*"])
+    assert "Traceback" not in result.stdout.str()
