@@ -2,7 +2,7 @@
 
 Each family module (`ragmorph.strategies.reorder`, `.removal`, `.distractors`, `.supersede`, `.tenancy`,
 `.cutoff`, `.query`, `.repeat`, `.contract`, `.filtering`, `.depth`,
-`.odd_query`, `.lifecycle`) exposes a strategy function drawing perturbations for a given world, the
+`.odd_query`, `.lifecycle`, `.state`) exposes a strategy function drawing perturbations for a given world, the
 perturbation classes, `RELATIONS` and `FAMILY`. `CATALOG` lists every relation; `FAMILIES` maps family names to
 their record; `DEFAULT_SUITE` names the families `check()` runs by default.
 """
@@ -14,7 +14,22 @@ from typing import Any
 from ragmorph.errors import InputError, UsageError
 from ragmorph.relations import Relation
 
-from . import contract, cutoff, depth, distractors, filtering, lifecycle, odd_query, query, removal, reorder, repeat, supersede, tenancy
+from . import (
+    contract,
+    cutoff,
+    depth,
+    distractors,
+    filtering,
+    lifecycle,
+    odd_query,
+    query,
+    removal,
+    reorder,
+    repeat,
+    state,
+    supersede,
+    tenancy,
+)
 from ._core import decode_value as _decode_value
 from ._core import (
     Family,
@@ -51,7 +66,10 @@ __all__ = [
 
 FAMILIES: dict[str, Family] = {
     module.FAMILY.name: module.FAMILY
-    for module in (reorder, removal, distractors, supersede, tenancy, filtering, cutoff, depth, query, odd_query, repeat, lifecycle, contract)
+    for module in (
+        reorder, removal, distractors, supersede, tenancy, filtering, cutoff, depth, query, odd_query, repeat, state,
+        lifecycle, contract,
+    )
 }
 
 CATALOG: tuple[Relation, ...] = tuple(r for f in FAMILIES.values() for r in f.relations)
@@ -78,6 +96,11 @@ PERTURBATIONS: dict[str, type] = {
         depth.RemoveAtDepth,
         odd_query.OddQuery,
         lifecycle.Grow,
+        lifecycle.UpdateChunk,
+        lifecycle.Reindex,
+        lifecycle.AgainstFresh,
+        state.FreshAfterCalls,
+        state.FreshWithout,
     )
 }
 

@@ -147,6 +147,7 @@ RELATIONS = (
         direction=Direction.NEVER,
         severity=Severity.HARD,
         check=_admitted_only,
+        judges_filtering=True,
         assumptions=(
             "Filters semantics of DESIGN section 1: a tenant sees its own and shared chunks, current_only drops any "
             "chunk with superseded_by set, metadata equality needs the key present with an equal value",
@@ -160,6 +161,7 @@ RELATIONS = (
         direction=Direction.INVARIANT_UP_TO_TIES,
         severity=Severity.HARD,
         check=filtered_equals_admitted,
+        judges_filtering=True,
         assumptions=(
             "the filter selects from one scored list (pre- or post-filtering one index, with k candidates after "
             "filtering); an index per filter value with its own term statistics may order chunks differently",

@@ -145,6 +145,7 @@ RELATIONS = (
         direction=Direction.NEVER,
         severity=Severity.HARD,
         check=_admitted_only,
+        judges_filtering=True,
         applies_to=tuple(f"OddQuery:{kind}" for kind in KINDS),
         assumptions=("an empty result is a valid answer; contract.valid_response judges every response too",),
     ),

@@ -118,7 +118,7 @@ def test_catalog_covers_every_family_with_stated_rows() -> None:
     assert len(names) == len(set(names))
     assert set(DEFAULT_SUITE) == set(FAMILIES) == {
         "reorder", "removal", "distractors", "supersede", "tenancy", "filters", "cutoff", "depth", "query",
-        "odd_query", "repeat", "lifecycle", "contract",
+        "odd_query", "repeat", "state", "lifecycle", "contract",
     }
     for relation in CATALOG:
         row = relation.describe()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from ..errors import RagmorphError
 from ..model import Case, Corpus, World
 from ..relations import Observation, Relation, Severity, Verdict
 from ..strategies import FAMILIES, corpus_diff, relation_applies
-from ..strategies.contract import VALID_RESPONSE
+from ..strategies.contract import VALID_RESPONSE, covers
 from ._executor import CallCache, Executor, Probe, Step, run_after
 from ._spec import RetrieverSpec, start_world
 
@@ -170,13 +170,15 @@ def observation_dict(observation: Observation) -> dict[str, Any]:
     return block
 
 
-def _judge(relations: Sequence[Relation], perturbation: Any, probe: Probe, delegate: Corpus | None) -> list[tuple[Relation, Verdict]]:
-    """Verdicts of the relations that judge `perturbation`; `delegate` is the corpus whose contract breaches
+def _judge(
+    relations: Sequence[Relation], perturbation: Any, probe: Probe, delegate: Callable[[World], bool] | None
+) -> list[tuple[Relation, Verdict]]:
+    """Verdicts of the relations that judge `perturbation`; `delegate` tells the calls whose contract breaches
     another unit (the contract family's) reports."""
     broken = probe.invalid
     if broken is not None:
         # A rejected response has no ranking to compare: only the contract relation can judge that pair.
-        if delegate is not None and broken.world.corpus is delegate:
+        if delegate is not None and delegate(broken.world):
             return []
         return [(r, r.check(probe.base, probe.follow)) for r in relations if r is VALID_RESPONSE]
     return [(r, r.check(probe.base, probe.follow)) for r in relations if relation_applies(r, perturbation)]
@@ -199,6 +201,12 @@ def _search(
 ) -> _Violation | None:
     """One Hypothesis run; raises inside the test for the first failing target relation so Hypothesis shrinks it."""
     shrinking = {"on": False}
+    delegate = None
+    if unit.settings.contract_unit and unit.strategy != "contract":
+        supports_filters = bool(session.capabilities.supports_filters)
+
+        def delegate(asked: World) -> bool:
+            return covers(world, asked, ks=unit.settings.ks, filters=supports_filters)
 
     def test(perturbation: Any) -> None:
         if state.get("error") is not None:
@@ -219,7 +227,6 @@ def _search(
                 if relation_applies(relation, perturbation) and fresh:
                     tallies[relation.name].last_reason = probe
             return
-        delegate = world.corpus if unit.settings.contract_unit and unit.strategy != "contract" else None
         verdicts = _judge(relations, perturbation, probe, delegate)
         broken = probe.invalid
         if fresh and broken is not None:

@@ -354,6 +354,50 @@ class FiltersAccumulate(PlainBM25):
         return super().retrieve(query, k=k, filters=merged)
 
 
+# -- state ----------------------------------------------------------------------------------------------------
+class ClassLevelCache(PlainBM25):
+    """Bug: the result cache is a class attribute (`_cache: dict = {}`), so every instance shares it; each
+    instance clears it on its own edits, but a new instance over another corpus is served the answers an
+    earlier instance cached.
+
+    Sources: langroid/langroid#1079 (every vector-store provider shared one mutable default config object and
+    mutated it in place, so state set on one instance leaked into the next), vibrantlabsai/ragas#926 (an init
+    attribute mutable and shared between instances), lepture/mistune#185 (a class attribute must be cloned per
+    instance). Surface: a fresh instance over another corpus.
+    """
+
+    _cache: dict[tuple[object, ...], list[Hit]] = {}
+
+    def __init__(self, corpus: Iterable[Chunk], **kwargs: float) -> None:
+        # The constructor indexes without touching the cache (its author thought it empty at that point).
+        self._building = True
+        super().__init__(corpus, **kwargs)
+        self._building = False
+
+    def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
+        key = (query, k, filters)
+        if key not in self._cache:
+            self._cache[key] = super().retrieve(query, k=k, filters=filters)
+        return list(self._cache[key])
+
+    def add(self, chunks: Sequence[Chunk]) -> None:
+        if not self._building:
+            self._cache.clear()
+        super().add(chunks)
+
+    def remove(self, ids: Sequence[str]) -> None:
+        self._cache.clear()
+        super().remove(ids)
+
+    def update(self, chunks: Sequence[Chunk]) -> None:
+        self._cache.clear()
+        super().update(chunks)
+
+    def index(self, corpus: Iterable[Chunk]) -> None:
+        self._cache.clear()
+        super().index(corpus)
+
+
 # -- k ------------------------------------------------------------------------------------------------------
 class PadsWithLastId(PlainBM25):
     """Bug: the backend always returns k labels and pads with -1 when fewer chunks match; the adapter maps labels
@@ -407,33 +451,58 @@ class ScoresMisaligned(PlainBM25):
 
 @attrs.frozen
 class Zoo2Member:
-    """One bug of the second zoo: its name, factory, surface, one sentence, the relations expected to catch it."""
+    """One bug of the second zoo: its name, factory, surface, one sentence, the hard relations that catch it and
+    the families whose units find it (the pinned tests run only those), and whether today's suite (before the
+    surfaces of issue 10) caught it."""
 
     name: str
     factory: type[PlainBM25]
     surface: str
     bug: str
-    caught_by: tuple[str, ...] = ()
+    caught_by: tuple[str, ...]
+    families: tuple[str, ...]
+    caught_before: bool = False
+    # A candidate pool of 10 shows only with 11 matching chunks, so its minimal world cannot be smaller.
+    max_minimal: int = 3
 
 
 ZOO2: tuple[Zoo2Member, ...] = (
-    Zoo2Member("update_keeps_old_text", UpdateKeepsOldText, "lifecycle", "update() never subtracts the old text"),
-    Zoo2Member("update_skips_reindex", UpdateSkipsReindex, "lifecycle", "update() stores the chunk, scores the old text"),
-    Zoo2Member("upsert_duplicates", UpsertDuplicates, "lifecycle", "add() of a held id stores a second row"),
-    Zoo2Member("delete_tombstone_blocks_readd", DeleteTombstoneBlocksReadd, "lifecycle", "a deleted id can never be re-added"),
-    Zoo2Member("remove_shifts_rows", RemoveShiftsRows, "lifecycle", "multi-id remove deletes the wrong rows"),
-    Zoo2Member("capacity_drops_adds", CapacityDropsAdds, "lifecycle", "adds past len(corpus)+16 are dropped"),
-    Zoo2Member("reindex_merges", ReindexMerges, "lifecycle", "index(corpus) keeps the old corpus"),
-    Zoo2Member("zero_match_nan", ZeroMatchNaN, "queries", "no shared word: first k chunks with NaN scores"),
-    Zoo2Member("stopword_query_browses", StopwordQueryBrowses, "queries", "stop-word-only query ignores filters"),
-    Zoo2Member("query_not_normalised", QueryNotNormalised, "queries", "chunks NFKC-normalised, queries not"),
-    Zoo2Member("metadata_last_condition_wins", MetadataLastConditionWins, "filters", "only the last metadata condition applies"),
-    Zoo2Member("current_only_dropped_with_tenant", CurrentOnlyDroppedWithTenant, "filters", "tenant set: current_only ignored"),
-    Zoo2Member("post_filter_page", PostFilterPage, "filters", "filters applied to k unfiltered candidates"),
-    Zoo2Member("filters_accumulate", FiltersAccumulate, "state", "each call's filters stay active afterwards"),
-    Zoo2Member("pads_with_last_id", PadsWithLastId, "k", "k above matches: -1 labels map to the last id"),
-    Zoo2Member("candidate_pool_10", CandidatePool10, "k", "at most 10 candidates whatever k"),
-    Zoo2Member("scores_misaligned", ScoresMisaligned, "k", "hits carry other chunks' scores"),
+    Zoo2Member("update_keeps_old_text", UpdateKeepsOldText, "lifecycle", "update() never subtracts the old text",
+               ("lifecycle.updated_copy_ties",), ("lifecycle",)),
+    Zoo2Member("update_skips_reindex", UpdateSkipsReindex, "lifecycle", "update() stores the chunk, scores the old text",
+               ("lifecycle.updated_copy_ties",), ("lifecycle",)),
+    Zoo2Member("upsert_duplicates", UpsertDuplicates, "lifecycle", "add() of a held id stores a second row",
+               ("contract.valid_response",), ("lifecycle",)),
+    Zoo2Member("delete_tombstone_blocks_readd", DeleteTombstoneBlocksReadd, "lifecycle", "a deleted id can never be re-added",
+               ("repeat.after_revert",), ("repeat",), caught_before=True),
+    Zoo2Member("remove_shifts_rows", RemoveShiftsRows, "lifecycle", "multi-id remove deletes the wrong rows",
+               ("repeat.after_revert",), ("repeat",), caught_before=True),
+    Zoo2Member("capacity_drops_adds", CapacityDropsAdds, "lifecycle", "adds past len(corpus)+16 are dropped",
+               ("lifecycle.growth_keeps_matches",), ("lifecycle",)),
+    Zoo2Member("reindex_merges", ReindexMerges, "lifecycle", "index(corpus) keeps the old corpus",
+               ("lifecycle.reindexed_forgets_removed",), ("lifecycle",)),
+    Zoo2Member("zero_match_nan", ZeroMatchNaN, "queries", "no shared word: first k chunks with NaN scores",
+               ("contract.valid_response",), ("odd_query",)),
+    Zoo2Member("stopword_query_browses", StopwordQueryBrowses, "queries", "stop-word-only query ignores filters",
+               ("odd_query.admitted_only",), ("odd_query",)),
+    Zoo2Member("query_not_normalised", QueryNotNormalised, "queries", "chunks NFKC-normalised, queries not",
+               ("odd_query.unicode_invariant",), ("odd_query",)),
+    Zoo2Member("metadata_last_condition_wins", MetadataLastConditionWins, "filters", "only the last metadata condition applies",
+               ("filters.admitted_only", "filters.filtered_equals_admitted"), ("filters",)),
+    Zoo2Member("current_only_dropped_with_tenant", CurrentOnlyDroppedWithTenant, "filters", "tenant set: current_only ignored",
+               ("filters.admitted_only", "supersede.current_only_excludes_superseded"), ("filters",), caught_before=True),
+    Zoo2Member("post_filter_page", PostFilterPage, "filters", "filters applied to k unfiltered candidates",
+               ("filters.filtered_equals_admitted",), ("filters",)),
+    Zoo2Member("filters_accumulate", FiltersAccumulate, "state", "each call's filters stay active afterwards",
+               ("repeat.identical", "state.fresh_instance_agrees"), ("repeat",), caught_before=True),
+    Zoo2Member("class_level_cache", ClassLevelCache, "state", "the result cache is shared by every instance",
+               ("state.fresh_never_returns_removed",), ("state",)),
+    Zoo2Member("pads_with_last_id", PadsWithLastId, "k", "k above matches: -1 labels map to the last id",
+               ("contract.valid_response",), ("depth",), caught_before=True),
+    Zoo2Member("candidate_pool_10", CandidatePool10, "k", "at most 10 candidates whatever k",
+               ("depth.no_newcomer",), ("depth",), max_minimal=11),
+    Zoo2Member("scores_misaligned", ScoresMisaligned, "k", "hits carry other chunks' scores",
+               ("contract.valid_response",), ("contract",), caught_before=True),
 )
 
 
