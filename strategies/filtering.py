@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from ragmorph.model import Filters, Hit, World
 from ragmorph.relations import Direction, Observation, Relation, Severity, Verdict, compare_up_to_ties
 
-from ._core import Family, PerturbationBase, ks_strategy
+from ._core import Family, PerturbationBase, ks_strategy, query_tokens
 
 __all__ = ["FAMILY", "RELATIONS", "ApplyFilters", "admitted_only", "filter_choices", "filtered_equals_admitted", "filterings"]
 
@@ -138,6 +138,21 @@ def _admitted_only(base: Observation, follow: Observation) -> Verdict:
     return admitted_only(follow)
 
 
+def _shares_query_words(base: Observation, follow: Observation) -> Verdict:
+    wanted = set(query_tokens(base.world.case.query))
+    hits = [*base.ranking.hits, *follow.ranking.hits]
+    if not hits:
+        return Verdict.not_applicable("nothing was returned")
+    corpus = base.world.corpus
+    for hit in hits:
+        chunk = corpus.get(hit.id)
+        if chunk is None:
+            continue
+        if not wanted.intersection(query_tokens(chunk.text)):
+            return Verdict.broken(f"chunk {hit.id!r} shares no word with the query")
+    return Verdict.ok("every returned chunk shares a word with the query")
+
+
 RELATIONS = (
     Relation(
         name="filters.admitted_only",
@@ -167,6 +182,16 @@ RELATIONS = (
             "filtering); an index per filter value with its own term statistics may order chunks differently",
             "only the prefix the unfiltered top `depth` fixes is compared; beyond it, chunks tied at the cut pass",
         ),
+    ),
+    Relation(
+        name="filters.hits_share_query_words_rate",
+        family="filters",
+        summary="how often every returned chunk shares a word (casefolded word token) with the query (any retriever)",
+        target="ranking@k",
+        direction=Direction.NEVER,
+        severity=Severity.SOFT,
+        check=_shares_query_words,
+        assumptions=("soft: evidence for the trait 'lexical', which the report suggests when it always held",),
     ),
 )
 

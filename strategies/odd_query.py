@@ -122,6 +122,16 @@ def _admitted_only(base: Observation, follow: Observation) -> Verdict:
     return admitted_only(follow)
 
 
+def _unrelated_unmatched(base: Observation, follow: Observation) -> Verdict:
+    hits = follow.ranking.hits
+    if any(not hit.has_finite_score for hit in hits):
+        return Verdict.not_applicable("the retriever gives no scores")
+    for rank, hit in enumerate(hits, start=1):
+        if hit.score > 0:  # type: ignore[operator]
+            return Verdict.broken(f"query {follow.world.case.query!r} shares no word with the corpus, yet {hit.id!r} scores {hit.score:.6g} at rank {rank}")
+    return Verdict.ok("no chunk scores above zero for a query sharing no word with the corpus")
+
+
 def _unicode_invariant(base: Observation, follow: Observation) -> Verdict:
     before, after = base.world.case.query, follow.world.case.query
     if before == after:
@@ -148,6 +158,28 @@ RELATIONS = (
         judges_filtering=True,
         applies_to=tuple(f"OddQuery:{kind}" for kind in KINDS),
         assumptions=("an empty result is a valid answer; contract.valid_response judges every response too",),
+    ),
+    Relation(
+        name="odd_query.unrelated_query_unmatched_rate",
+        family="odd_query",
+        summary="how often a query sharing no word with the corpus gets no hit scoring above zero (any retriever)",
+        target="ranking@k",
+        direction=Direction.NEVER,
+        severity=Severity.SOFT,
+        check=_unrelated_unmatched,
+        applies_to=("OddQuery:no_shared_word",),
+        assumptions=("soft: evidence for the trait 'lexical', which the report suggests when it always held",),
+    ),
+    Relation(
+        name="odd_query.unicode_invariant_rate",
+        family="odd_query",
+        summary="how often NFC/NFD, full-width and ligature forms of the query leave the ranking invariant up to ties (any retriever)",
+        target="ranking@k",
+        direction=Direction.INVARIANT_UP_TO_TIES,
+        severity=Severity.SOFT,
+        check=_unicode_invariant,
+        applies_to=tuple(f"OddQuery:{kind}" for kind in UNICODE_KINDS),
+        assumptions=("soft: evidence for the trait 'unicode_normalising', which the report suggests when it always held",),
     ),
     Relation(
         name="odd_query.unicode_invariant",

@@ -8,7 +8,10 @@ from typing import Any
 
 import attrs
 
+from ..errors import RagmorphError
 from ..model import Case, Corpus
+from ..strategies import CATALOG
+from ..strategies.traits import Suggestion, suggest_traits
 from ._engine import Result, Settings
 from ._spec import RetrieverSpec
 
@@ -29,6 +32,13 @@ def _cases_fingerprint(cases: Sequence[Case]) -> str:
     return digest.hexdigest()
 
 
+def _declared_traits(spec: RetrieverSpec) -> frozenset[str]:
+    try:
+        return spec.all_traits(spec.resolve())
+    except RagmorphError:
+        return frozenset(spec.traits)
+
+
 @attrs.frozen
 class CheckReport:
     """The outcome of a run: results, base-world metrics per retriever, manifest; `to_dict()` is the JSON report."""
@@ -36,6 +46,8 @@ class CheckReport:
     results: tuple[Result, ...]
     manifest: dict[str, Any] = attrs.field(eq=False)
     metrics: dict[str, dict[str, Any]] = attrs.field(eq=False)
+    # Traits the run's evidence supports but the retriever does not declare (never applied, only suggested).
+    suggestions: tuple[Suggestion, ...] = attrs.field(default=(), eq=False)
 
     @classmethod
     def from_results(
@@ -85,7 +97,9 @@ class CheckReport:
             "seed": seed,
             "settings": settings.to_dict(),
         }
-        return cls(results=rows, manifest=manifest, metrics=metrics)
+        declared = {spec.name: _declared_traits(spec) for spec in retrievers}
+        suggestions = suggest_traits(rows, declared, CATALOG)
+        return cls(results=rows, manifest=manifest, metrics=metrics, suggestions=suggestions)
 
     @property
     def summary(self) -> dict[str, int]:
@@ -119,4 +133,5 @@ class CheckReport:
             "results": [r.to_dict() for r in self.results],
             "metrics": self.metrics,
             "summary": self.summary,
+            "suggestions": [s.to_dict() for s in self.suggestions],
         }
