@@ -1,8 +1,8 @@
 """Hypothesis strategies that perturb retrieval worlds, one module per family, and the relation catalog.
 
-Each family module (`ragmorph.strategies.reorder`, `.removal`, `.distractors`, `.supersede`, `.tenancy`,
-`.cutoff`, `.query`, `.repeat`, `.contract`, `.filtering`, `.depth`,
-`.odd_query`, `.lifecycle`, `.state`) exposes a strategy function drawing perturbations for a given world, the
+Each family module (`ragmorph.strategies.reorder`, `.removal`, `.claims`, `.distractors`, `.supersede`,
+`.tenancy`, `.filtering`, `.cutoff`, `.depth`, `.query`, `.odd_query`, `.repeat`, `.state`, `.lifecycle`,
+`.contract`) exposes a strategy function drawing perturbations for a given world, the
 perturbation classes, `RELATIONS` and `FAMILY`. `CATALOG` lists every relation; `FAMILIES` maps family names to
 their record; `DEFAULT_SUITE` names the families `check()` runs by default.
 """
@@ -15,6 +15,7 @@ from ragmorph.errors import InputError, UsageError
 from ragmorph.relations import Relation
 
 from . import (
+    claims,
     contract,
     cutoff,
     depth,
@@ -67,8 +68,8 @@ __all__ = [
 FAMILIES: dict[str, Family] = {
     module.FAMILY.name: module.FAMILY
     for module in (
-        reorder, removal, distractors, supersede, tenancy, filtering, cutoff, depth, query, odd_query, repeat, state,
-        lifecycle, contract,
+        reorder, removal, claims, distractors, supersede, tenancy, filtering, cutoff, depth, query, odd_query, repeat,
+        state, lifecycle, contract,
     )
 }
 
@@ -83,6 +84,7 @@ PERTURBATIONS: dict[str, type] = {
         reorder.PermuteCorpus,
         reorder.PromoteRelevant,
         removal.RemoveChunks,
+        claims.RemoveClaimSupport,
         distractors.InjectDistractors,
         supersede.Supersede,
         tenancy.ApplyTenantFilter,

@@ -15,35 +15,28 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
+import threading
 import textwrap
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Sized
 from pathlib import Path
 from typing import Any, TextIO
 
 from . import __version__
-from .errors import AdapterError, InputError, RagmorphError, UsageError
+from .errors import AdapterError, ExitCode, InputError, RagmorphError, UsageError
 
 __all__ = ["EXIT_ERRORS", "EXIT_OK", "EXIT_USAGE", "EXIT_VIOLATIONS", "build_parser", "format_error", "main", "print_outcome", "run_config", "scaffold_files"]
 
-EXIT_OK = 0
-EXIT_VIOLATIONS = 1
-EXIT_USAGE = 2
-EXIT_ERRORS = 3
+EXIT_OK, EXIT_VIOLATIONS, EXIT_USAGE, EXIT_ERRORS = (int(code) for code in ExitCode)
 
 DEFAULT_KS = (1, 3, 5, 10)
 DEFAULT_METRICS = ("P", "R", "nDCG", "AP", "RR", "Hit")
 # Only native files carry evidence groups, tenants and versions, so only they enable these measures.
 NATIVE_ONLY_METRICS = ("GroupR", "Unauthorized", "Stale", "Superseded", "Dup")
 
-_EXIT_CODES_HELP = """\
-exit codes:
-  0  every hard relation holds
-  1  violations found
-  2  usage or input error
-  3  retriever errors prevented a verdict
-"""
+_EXIT_CODES_HELP = "exit codes:\n" + "".join(f"  {int(code)}  {code.meaning}\n" for code in ExitCode)
 
 
 # --------------------------------------------------------------------------------------------------- errors
@@ -111,7 +104,17 @@ def _positive(convert: Callable[[str], float], noun: str) -> Callable[[str], Any
 
 
 _positive_int = _positive(int, "a positive integer")
-_positive_float = _positive(float, "a positive number of seconds")
+
+
+def _timeout_seconds(text: str) -> float:
+    """A per-call time limit (argparse type): positive, finite and within what threads can wait for."""
+    value = _positive(float, "a positive number of seconds")(text)
+    if not math.isfinite(value) or value > threading.TIMEOUT_MAX:
+        raise argparse.ArgumentTypeError(
+            f"expected a finite number of seconds up to {threading.TIMEOUT_MAX:.0f}, got {text!r}; "
+            "leave --timeout out for no limit"
+        )
+    return value
 
 
 # ----------------------------------------------------------------------------------------- loading retrievers
@@ -124,17 +127,68 @@ def _existing_file(path: str | None, option: str) -> Path | None:
     if path is None:
         return None
     candidate = Path(path)
+    if candidate.is_dir():
+        raise UsageError(f"expected a file for {option}, got {path!r}, which is a folder")
     if not candidate.is_file():
         raise UsageError(f"expected an existing file for {option}, got {path!r} (no such file)")
     return candidate
 
 
-def _check_outputs(inputs: Sequence[Path | None], outputs: Mapping[str, str | None]) -> None:
-    """Refuse any output path that names an input file: a user's files are never modified."""
-    protected = {p.resolve() for p in inputs if p is not None}
-    for option, output in outputs.items():
-        if output is not None and Path(output).resolve() in protected:
-            raise UsageError(f"expected {option} to name a new file, got {output!r}, which is an input file")
+def _same_file(first: Path, second: Path) -> bool:
+    """Whether two paths name one file: the same resolved path, or (hard links, bind mounts) the same inode."""
+    if first.resolve() == second.resolve():
+        return True
+    try:
+        return os.path.samefile(first, second)
+    except OSError:
+        return False  # one of them does not exist yet, so they cannot be one file
+
+
+def _check_writable(option: str, path: Path, *, folder: bool) -> None:
+    """Refuse an output path that cannot be written, before any retriever call: a run must not be lost at the end."""
+    kind = "a folder" if folder else "a file"
+    if path.exists() and path.is_dir() != folder:
+        raise UsageError(f"expected {option} to name {kind}, got {str(path)!r}, which is {'a file' if folder else 'a folder'}")
+    ancestor = path if folder and path.exists() else path.parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise UsageError(f"expected {option} inside a folder, got {str(path)!r}, but {str(ancestor)!r} is a file")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise UsageError(f"expected {option} in a folder you can write to, got {str(path)!r} ({str(ancestor)!r} is not writable)")
+
+
+def _check_outputs(
+    inputs: Mapping[str, Path | None],
+    outputs: Mapping[str, str | None],
+    folders: Mapping[str, str | None] | None = None,
+) -> None:
+    """Check every output path before any work starts: a user's files are never modified.
+
+    An output that is the same file as an input (also through a hard link or a symlink) or as another output
+    is refused, naming both options; so is a path that cannot be written (a folder given as a file, a file given
+    as a folder, a parent that is a file or read-only).
+    """
+    given_inputs = [(option, path) for option, path in inputs.items() if path is not None]
+    given_outputs = [(option, Path(path)) for option, path in outputs.items() if path is not None]
+    for option, path in given_outputs:
+        _check_writable(option, path, folder=False)
+        for input_option, input_path in given_inputs:
+            if _same_file(path, input_path):
+                raise UsageError(
+                    f"expected {option} to name a new file, got {str(path)!r}, which is the {input_option} input "
+                    f"{str(input_path)!r}: ragmorph never overwrites its inputs"
+                )
+    for number, (option, path) in enumerate(given_outputs):
+        for other_option, other in given_outputs[:number]:
+            if _same_file(path, other):
+                raise UsageError(
+                    f"expected {other_option} and {option} to name different files, got {str(path)!r} for both: "
+                    "one report would replace the other"
+                )
+    for option, folder in (folders or {}).items():
+        if folder is not None:
+            _check_writable(option, Path(folder), folder=True)
 
 
 # --------------------------------------------------------------------------------------------- rendering
@@ -186,7 +240,9 @@ def command_metrics(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     qrels_path = _existing_file(args.qrels, "--qrels")
     corpus_path = _existing_file(args.corpus, "--corpus")
     cases_path = _existing_file(args.cases, "--cases")
-    _check_outputs([run_path, qrels_path, corpus_path, cases_path], {"--json": args.json})
+    _check_outputs(
+        {"--run": run_path, "--qrels": qrels_path, "--corpus": corpus_path, "--cases": cases_path}, {"--json": args.json}
+    )
     if qrels_path is None and cases_path is None:
         raise UsageError("expected --qrels QRELS (TREC) or --cases cases.jsonl to say what is relevant, got neither")
     if qrels_path is not None and cases_path is not None:
@@ -207,6 +263,7 @@ def command_metrics(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             )
         names = _metric_names(measures, args.k)
         qrels = io.read_trec_qrels(qrels_path)
+        _require_some(qrels, qrels_path, "judged query")
         _warn_unjudged(runs, qrels, err)
         # Listed ids keep the run file's order (read_trec_run already applies trec_eval's tie order);
         # graded qrels levels stay nDCG gains. Judged queries missing from the run score as empty rankings.
@@ -217,6 +274,7 @@ def command_metrics(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         measures = args.metrics or (DEFAULT_METRICS + (NATIVE_ONLY_METRICS if corpus is not None else ("GroupR",)))
         names = _metric_names(measures, args.k)
         cases = io.read_cases(cases_path, corpus=corpus)
+        _require_some(cases, cases_path, "case")
         _warn_unjudged(runs, {case.id: {} for case in cases}, err)
         from .model import Ranking
 
@@ -260,10 +318,16 @@ def render_metrics_summary(data: Mapping[str, Any], names: Sequence[str]) -> str
 
 
 def _write_text(path: Path, text: str) -> None:
+    from .io import atomic_write_text
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(text, encoding="utf-8")
-    temporary.replace(path)
+    atomic_write_text(path, text)
+
+
+def _require_some(items: Sized, path: Path | None, what: str) -> None:
+    """No case to judge is an input error: a run over nothing would report a pass it never checked."""
+    if not len(items):
+        raise InputError(f"expected at least one {what}, got none (the file is empty or only blank lines)", file=str(path))
 
 
 # ---------------------------------------------------------------------------------------------------- run
@@ -286,11 +350,12 @@ def print_outcome(
 def _write_reports(
     report: Mapping[str, Any], out: TextIO, *, json_path: str | None, junit: str | None, html: str | None
 ) -> None:
-    from .reporting import write_html, write_json, write_junit
+    from .reporting import write_reports
 
-    for path, writer in ((json_path, write_json), (junit, write_junit), (html, write_html)):
+    paths = {"json": json_path, "junit": junit, "html": html}
+    write_reports(report, paths)
+    for path in paths.values():
         if path is not None:
-            writer(report, path)  # each writer creates the missing folders itself
             out.write(f"wrote {path}\n")
 
 
@@ -358,12 +423,22 @@ def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run the metamorphic suite over the user's retrievers, print the outcome, write the report files."""
     config = run_config(args)
     source = f" (config {config.path})" if config.path is not None else ""
+    from .adapters import is_file_spec, load_retriever
+    from .reporting import WRITERS
+
+    for entry in config.retrievers:
+        load_retriever(entry.spec)  # a typo is a usage error now, before any work starts
+    retriever_files = {
+        f"--retriever {entry.spec}": Path(entry.spec.rpartition(":")[0])
+        for entry in config.retrievers
+        if is_file_spec(entry.spec)
+    }
     _check_outputs(
-        [config.corpus, config.cases, config.beir, config.path],
-        {"--json": config.json and str(config.json), "--junit": config.junit and str(config.junit),
-         "--html": config.html and str(config.html)},
+        {"--corpus": config.corpus, "--cases": config.cases, "--beir": config.beir, "--config": config.path,
+         **retriever_files},
+        {w.flag: getattr(config, w.name) and str(getattr(config, w.name)) for w in WRITERS.values()},
+        {"--replay-dir": config.replay_dir and str(config.replay_dir)},
     )
-    from .adapters import load_retriever
     from .config import load_world
     from .reporting import ProgressBar
     from .runner import check
@@ -372,8 +447,7 @@ def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         corpus=config.corpus, cases=config.cases, format=config.format, beir=config.beir, split=config.split,
         source=source,
     )
-    for entry in config.retrievers:
-        load_retriever(entry.spec)  # a typo is a usage error now, before any work starts
+    _require_some(cases, config.cases or config.beir, "case")
     bar = ProgressBar(0, err)
     try:
         report = check(
@@ -390,6 +464,9 @@ def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             progress=bar,
             traits=config.traits(),
             fail_fast=config.effective_fail_fast,
+            jobs=args.jobs,
+            executor=args.executor,
+            address=args.address,
         )
     finally:
         bar.close()
@@ -416,7 +493,16 @@ def command_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         from .adapters import load_retriever
 
         load_retriever(args.retriever)  # a typo is a usage error here, not a retriever error while replaying
-    outcome = replay(path, retriever=args.retriever)
+    try:
+        outcome = replay(path, retriever=args.retriever)
+    except InputError as error:
+        if error.field != "retriever.spec":
+            raise
+        raise UsageError(
+            f"expected --retriever MOD:ATTR or path/to/file.py:ATTR: {args.file} does not say how to load the "
+            "retriever (the run used an in-process retriever); e.g. ragmorph replay "
+            f"{args.file} --retriever path/to/adapter.py:factory"
+        ) from None
     if outcome.error is not None:
         out.write(f"error: the retriever failed while replaying {args.file}: {outcome.error}\n")
     elif outcome.reproduced:
@@ -703,11 +789,21 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, help="run seed; the same seed gives the same report (default 0)")
     run.add_argument("--derandomize", action="store_true", help="Hypothesis derandomize mode (for CI)")
     run.add_argument("--fail-fast", action="store_true", help="stop after the first unit with a hard violation")
-    run.add_argument("--timeout", type=_positive_float, help="per-call retriever time limit in seconds")
+    run.add_argument("--timeout", type=_timeout_seconds, help="per-call retriever time limit in seconds")
+    run.add_argument(
+        "--jobs", type=_positive_int, metavar="N",
+        help="run units in N local processes (with --executor ray: N Ray workers); the report is the serial run's",
+    )
+    run.add_argument(
+        "--executor", metavar="NAME",
+        help="where units run: serial, processes or ray (default: serial, or processes with --jobs N > 1)",
+    )
+    run.add_argument("--address", metavar="HOST:PORT", help="with --executor ray: an existing Ray cluster (default: start a local one)")
     run.add_argument("--replay-dir", metavar="DIR", help="replay files go here (default: replays/ next to the report)")
-    run.add_argument("--json", metavar="FILE", help="write the ragmorph.report/1 JSON report")
-    run.add_argument("--junit", metavar="FILE", help="write JUnit XML (one testcase per retriever x strategy x relation)")
-    run.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
+    from .reporting import WRITERS
+
+    for writer in WRITERS.values():
+        run.add_argument(writer.flag, metavar="FILE", help=writer.help)
 
     replay = _command(
         commands,
@@ -790,6 +886,11 @@ def main(argv: list[str] | None = None) -> int:
             raise
         sys.stderr.write(f"ragmorph: error: {format_error(error)}\n")
         return _exit_code_for(error)
+    except BrokenPipeError:
+        # Before OSError, its base class. `ragmorph strategies | head`: the reader left; say nothing more and do
+        # not fail on the final flush either.
+        _silence_stdout()
+        return EXIT_OK
     except OSError as error:
         if debug:
             raise
@@ -799,10 +900,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("ragmorph: interrupted\n")
         return 130
-    except BrokenPipeError:
-        # `ragmorph strategies | head`: the reader left; say nothing more and do not fail on the final flush.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_OK
+
+
+def _silence_stdout() -> None:
+    try:
+        descriptor = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(descriptor, sys.stdout.fileno())
+        os.close(descriptor)
+    except (OSError, ValueError):
+        pass  # stdout is not a real file (a test's StringIO): nothing to flush later
 
 
 if __name__ == "__main__":

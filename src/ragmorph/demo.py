@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .adapters import BM25Retriever
+from .errors import ExitCode
 from .model import Corpus, Filters, Hit
 
 __all__ = ["BUGGY_NAME", "CORRECT_NAMES", "DEMO_MAX_EXAMPLES", "PostFilteredPipeline", "demo_retrievers", "run_demo"]
@@ -65,7 +66,7 @@ def run_demo(
 ) -> int:
     """Run the demo, print the outcome, write report.json and report.html into `out_dir`; return the exit code."""
     from .io import write_cases, write_corpus
-    from .reporting import ProgressBar, render_summary, render_violation, write_html, write_json
+    from .reporting import WRITERS, ProgressBar, render_summary, render_violation, write_reports
     from .runner import check
     from .worlds import demo_world
 
@@ -103,9 +104,8 @@ def run_demo(
         first = caught[0]
         out.write(f"\nThe planted bug, caught by {first['relation']} and shrunk to a minimal case:\n")
         out.write(render_violation(first["violation"], retriever=BUGGY_NAME) + "\n")
-    json_path, html_path = out_dir / "report.json", out_dir / "report.html"
-    write_json(data, json_path)
-    write_html(data, html_path)
+    json_path, html_path = out_dir / WRITERS["json"].filename, out_dir / WRITERS["html"].filename
+    write_reports(data, {"json": json_path, "html": html_path})
     elapsed = time.perf_counter() - started
     out.write(f"\nreports: {html_path}\n         {json_path}\n")
     if caught and caught[0]["violation"].get("replay"):
@@ -119,8 +119,8 @@ def run_demo(
         names = sorted({f"{r['retriever']}:{r['strategy']}.{r['relation']}" for r in false_alarms})
         err.write(f"ragmorph: error: a correct built-in retriever failed a hard relation ({', '.join(names)}); "
                   "this is a ragmorph bug, please report it\n")
-        return 1
+        return int(ExitCode.VIOLATIONS)
     if not caught:
         err.write(f"ragmorph: error: the planted bug in {BUGGY_NAME} was not caught with seed={seed}\n")
-        return 1
-    return 0
+        return int(ExitCode.VIOLATIONS)
+    return int(ExitCode.OK)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -10,6 +11,8 @@ from typing import Any
 __all__ = [
     "AdapterError",
     "ContractRule",
+    "CorpusChanged",
+    "ExitCode",
     "InputError",
     "InvalidResponse",
     "RagmorphError",
@@ -19,6 +22,28 @@ __all__ = [
     "describe",
     "retriever_errors",
 ]
+
+
+class ExitCode(enum.IntEnum):
+    """The exit codes of every ragmorph command, report and the evaluator (the one place they are defined)."""
+
+    OK = 0  # every hard relation holds
+    VIOLATIONS = 1  # violations found
+    USAGE = 2  # usage or input error (no report is produced)
+    ERRORS = 3  # retriever errors prevented a verdict
+
+    @property
+    def meaning(self) -> str:
+        """The code in words, as reports print it."""
+        return _EXIT_MEANINGS[self]
+
+
+_EXIT_MEANINGS = {
+    ExitCode.OK: "every hard relation holds",
+    ExitCode.VIOLATIONS: "violations found",
+    ExitCode.USAGE: "usage or input error",
+    ExitCode.ERRORS: "retriever errors prevented a verdict",
+}
 
 
 def describe(value: Any, limit: int = 80) -> str:
@@ -80,6 +105,10 @@ class InputError(RagmorphError):
         )
 
 
+class CorpusChanged(RagmorphError):
+    """A Corpus no longer matches its own index: something edited it in place (e.g. with object.__setattr__)."""
+
+
 class AdapterError(RagmorphError):
     """A retriever misbehaved; carries the query and an excerpt of what it returned or raised."""
 
@@ -136,11 +165,30 @@ class RetrieverTimeout(AdapterError):
 def retriever_errors(what: str, *, query: str | None = None) -> Iterator[None]:
     """Report any exception raised inside, other than ragmorph's own, as RetrieverFailed naming `what`.
 
-    A retriever's (or its factory's) exception is a verdict of its own, never an empty ranking or a pass.
+    A retriever's (or its factory's) exception is a verdict of its own, never an empty ranking or a pass. That
+    includes BaseExceptions such as SystemExit raised by user code: a `sys.exit(0)` inside a retriever must not
+    end the run with exit 0. Only KeyboardInterrupt (the user stopping the run) and asyncio cancellation (the
+    event loop's own control flow) pass through.
     """
     try:
         yield
     except RagmorphError:
         raise
-    except Exception as error:
-        raise RetrieverFailed(f"{what} raised {type(error).__name__}: {error}", query=query) from error
+    except BaseException as error:
+        if _passes_through(error):
+            raise
+        raise RetrieverFailed(f"{what} raised {_what_was_raised(error)}", query=query) from error
+
+
+def _passes_through(error: BaseException) -> bool:
+    if isinstance(error, KeyboardInterrupt):
+        return True
+    # Looked up, not imported: without asyncio loaded nothing can be an asyncio cancellation (keeps CLI start fast).
+    asyncio = sys.modules.get("asyncio")
+    return asyncio is not None and isinstance(error, asyncio.CancelledError)
+
+
+def _what_was_raised(error: BaseException) -> str:
+    if isinstance(error, SystemExit):
+        return f"SystemExit (sys.exit({error.code!r})); a retriever must return hits, not end the process"
+    return f"{type(error).__name__}: {error}"

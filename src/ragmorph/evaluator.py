@@ -22,14 +22,15 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import attrs
-from hypothesis import HealthCheck, Phase, given, seed as hypothesis_seed, settings
 from hypothesis import strategies as st
 
-from .errors import UsageError, describe
+from .errors import ExitCode, UsageError, describe
 from .judges import is_stochastic
 from .metrics import Metric, evaluate, parse_metric
 from .model import Case, Chunk, Corpus, Hit, Params, Ranking, World
 from .relations import Direction, Observation, Relation, Severity, Verdict
+from .runner import MetricViolation, search
+from .strategies.reorder import PromoteRelevant
 
 __all__ = [
     "EVALUATOR_RELATIONS",
@@ -38,17 +39,12 @@ __all__ = [
     "EvaluatorReport",
     "EvaluatorResult",
     "InsertUnrelated",
-    "PromoteContext",
+    "PromoteRelevant",
     "binomial_tail",
     "check_evaluator",
     "context_cases",
     "perturbations_for",
 ]
-
-try:
-    _ExceptionGroup = BaseExceptionGroup  # type: ignore[name-defined]  # Python >= 3.11
-except NameError:  # pragma: no cover - Python 3.10, where Hypothesis depends on the backport
-    from exceptiongroup import BaseExceptionGroup as _ExceptionGroup
 
 SCHEMA = "ragmorph.evaluator/1"
 
@@ -102,21 +98,6 @@ def context_cases(corpus: Corpus, cases: Sequence[Case], rankings: Mapping[str, 
 
 
 @attrs.frozen
-class PromoteContext:
-    """Swap the relevant context at index `lower` with the irrelevant one at index `upper` (< lower)."""
-
-    family: ClassVar[str] = "evaluator"
-    upper: int
-    lower: int
-
-    def apply_to(self, contexts: tuple[Chunk, ...]) -> tuple[Chunk, ...]:
-        """The context list with the two entries swapped."""
-        swapped = list(contexts)
-        swapped[self.upper], swapped[self.lower] = swapped[self.lower], swapped[self.upper]
-        return tuple(swapped)
-
-
-@attrs.frozen
 class InsertUnrelated:
     """Insert a context of unrelated `words` at index `position` (at or ahead of the first evidence)."""
 
@@ -148,7 +129,7 @@ def _relevant_indices(item: ContextCase) -> list[int]:
     return [index for index, chunk in enumerate(item.contexts) if chunk.id in gold]
 
 
-def _promotions(item: ContextCase, k: int) -> st.SearchStrategy[PromoteContext] | None:
+def _promotions(item: ContextCase, k: int) -> st.SearchStrategy[PromoteRelevant] | None:
     relevant = _relevant_indices(item)
     pairs = [
         (upper, lower)
@@ -160,7 +141,7 @@ def _promotions(item: ContextCase, k: int) -> st.SearchStrategy[PromoteContext] 
         return None
     # Sorted so shrinking moves toward the top of the list and the shortest swap.
     pairs.sort(key=lambda pair: (pair[1] - pair[0], pair[0]))
-    return st.sampled_from(pairs).map(lambda pair: PromoteContext(*pair))
+    return st.sampled_from(pairs).map(lambda pair: PromoteRelevant(k, *pair))
 
 
 def _unrelated_words(item: ContextCase) -> tuple[str, ...]:
@@ -227,7 +208,7 @@ EVALUATOR_RELATIONS: tuple[Relation, ...] = (
         direction=Direction.NON_DECREASING,
         severity=Severity.HARD,
         check=_directional(Direction.NON_DECREASING),
-        applies_to=("PromoteContext",),
+        applies_to=("PromoteRelevant",),
         assumptions=("relevance is binary, from the case's gold ids",),
     ),
     Relation(
@@ -379,7 +360,7 @@ class EvaluatorResult:
     examples: int = 0
     calls: int = 0
     reason: str | None = None
-    violation: Mapping[str, Any] | None = None
+    violation: MetricViolation | None = None
     share: float | None = None
     p_value: float | None = None
 
@@ -396,7 +377,7 @@ class EvaluatorResult:
             "reason": self.reason,
             "share": self.share,
             "p_value": self.p_value,
-            "violation": None if self.violation is None else dict(self.violation),
+            "violation": None if self.violation is None else self.violation.to_dict(),
         }
 
 
@@ -421,8 +402,8 @@ class EvaluatorReport:
 
     @property
     def exit_code(self) -> int:
-        """0 when every relation held, 1 on a violation (the CLI convention)."""
-        return 0 if self.passed else 1
+        """0 when every relation held, 1 on a violation (the CLI convention, `ragmorph.errors.ExitCode`)."""
+        return int(ExitCode.OK if self.passed else ExitCode.VIOLATIONS)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form `{"schema": "ragmorph.evaluator/1", ...}`."""
@@ -439,16 +420,23 @@ class EvaluatorReport:
         }
 
 
-class _Violation(Exception):
-    """Raised inside the Hypothesis test so that Hypothesis shrinks the perturbation."""
+@attrs.frozen
+class _Found:
+    """What the search found on one perturbation: the broken verdict, the perturbed contexts, the binomial test."""
 
-    def __init__(self, perturbation: Any, verdict: Verdict, contexts: tuple[Chunk, ...], share: float | None, p: float | None) -> None:
-        super().__init__(verdict.detail)
-        self.perturbation = perturbation
-        self.verdict = verdict
-        self.contexts = contexts
-        self.share = share
-        self.p_value = p
+    perturbation: Any
+    verdict: Verdict
+    contexts: tuple[Chunk, ...]
+    share: float | None
+    p_value: float | None
+
+
+def _perturbed(perturbation: Any, contexts: tuple[Chunk, ...]) -> tuple[Chunk, ...]:
+    """The context list after `perturbation` (PromoteRelevant swaps two hits of the list read as a ranking)."""
+    if isinstance(perturbation, PromoteRelevant):
+        by_id = {chunk.id: chunk for chunk in contexts}
+        return tuple(by_id[hit.id] for hit in perturbation.promoted(_ranking(contexts)).hits)
+    return perturbation.apply_to(contexts)
 
 
 def _observation(item: ContextCase, contexts: tuple[Chunk, ...], k: int, value: float | None, tolerance: float) -> Observation:
@@ -494,16 +482,16 @@ def _run_relation(
             base_cache["value"] = value_of(item.contexts)
         return base_cache["value"]
 
-    def probe(perturbation: Any) -> None:
+    def probe(perturbation: Any) -> _Found | None:
         counter["examples"] += 1
-        follow_contexts = perturbation.apply_to(item.contexts)
+        follow_contexts = _perturbed(perturbation, item.contexts)
         held, verdicts = 0, []
         for _ in range(runs):
             base = _observation(item, item.contexts, k, base_value(), tolerance)
             follow = _observation(item, follow_contexts, k, value_of(follow_contexts), tolerance)
             verdict = relation.check(base, follow)
             if not verdict.applicable:
-                return
+                return None
             verdicts.append(verdict)
             held += verdict.holds
         counter["applicable"] += 1
@@ -511,43 +499,29 @@ def _run_relation(
         if target.stochastic:
             share, p_value = held / runs, binomial_tail(held, runs)
             if p_value <= alpha:
-                return
+                return None
             worst = next((v for v in verdicts if not v.holds), verdicts[0])
             detail = f"the direction held in {held} of {runs} runs (share {share:.2f}, p = {p_value:.4g} > {alpha})"
             verdict = Verdict.broken(f"{detail}; e.g. {worst.detail}", worst.before, worst.after)
         elif held:
-            return
+            return None
         else:
             verdict = verdicts[0]
         if counter["first_failure"] is None:
             counter["first_failure"] = counter["calls"]
-        violation = _Violation(perturbation, verdict, follow_contexts, share, p_value)
-        counter["last_violation"] = violation
-        raise violation
+        found = _Found(perturbation, verdict, follow_contexts, share, p_value)
+        counter["last_violation"] = found
+        return found
 
-    test = given(strategy)(probe)
-    test = settings(
+    # A stochastic target can fail once and pass on Hypothesis's replay (a flaky failure); keep what was seen.
+    found = search(
+        strategy,
+        probe,
         max_examples=max_examples,
         derandomize=derandomize,
-        database=None,
-        deadline=None,
-        phases=(Phase.explicit, Phase.generate, Phase.shrink),
-        suppress_health_check=list(HealthCheck),
-        print_blob=False,
-        report_multiple_bugs=False,
-    )(test)
-    if not derandomize:
-        test = hypothesis_seed(seed)(test)
-    found: _Violation | None = None
-    try:
-        test()
-    except _Violation as violation:
-        found = violation
-    except _ExceptionGroup as group:
-        # A stochastic target can fail once and pass on Hypothesis's replay (FlakyFailure); keep what was seen.
-        if not group.subgroup(_Violation):
-            raise
-        found = counter["last_violation"]
+        seed=seed,
+        on_flaky=lambda: counter["last_violation"],
+    )
     if found is not None:
         violation = found
         first = counter["first_failure"] or counter["calls"]
@@ -559,19 +533,19 @@ def _run_relation(
             reason=violation.verdict.detail,
             share=violation.share,
             p_value=violation.p_value,
-            violation={
-                "relation": relation.name,
-                "case": item.case.id,
-                "query": item.case.query,
-                "perturbation": _perturbation_dict(violation.perturbation),
-                "detail": f"{target.name} {violation.verdict.detail}",
-                "before": violation.verdict.before,
-                "after": violation.verdict.after,
-                "base_contexts": [chunk.id for chunk in item.contexts],
-                "follow_up_contexts": [chunk.id for chunk in violation.contexts],
-                "calls_to_first_failure": first,
-                "calls_shrinking": counter["calls"] - first,
-            },
+            violation=MetricViolation(
+                relation=relation.name,
+                case=item.case.id,
+                query=item.case.query,
+                perturbation=_perturbation_dict(violation.perturbation),
+                detail=f"{target.name} {violation.verdict.detail}",
+                calls_to_first_failure=first,
+                calls_shrinking=counter["calls"] - first,
+                before=violation.verdict.before,
+                after=violation.verdict.after,
+                base_contexts=tuple(chunk.id for chunk in item.contexts),
+                follow_up_contexts=tuple(chunk.id for chunk in violation.contexts),
+            ),
         )
     if not counter["applicable"]:
         return EvaluatorResult(

@@ -25,16 +25,20 @@ import numpy as np
 from .adapters import default_tokenize
 from .adapters.embedders import CachedEmbedder, Embedder, HashingEmbedder
 from .errors import AdapterError, UsageError, describe
+from .metrics import TokenSupport
 from .model import Case, Chunk, Corpus
 
 __all__ = [
     "EmbeddingJudge",
+    "EmbeddingSupport",
     "Judge",
     "LabelJudge",
     "LexicalJudge",
     "RAGAS_CONTEXT_METRICS",
     "RagasContextMetric",
     "RagasJudge",
+    "RagasSupport",
+    "SUPPORT_JUDGES",
     "is_stochastic",
     "judge_score",
 ]
@@ -152,6 +156,64 @@ class EmbeddingJudge:
         cosine = float(np.dot(rows[0], rows[1]))
         # float32 rounding can push a perfect match a hair above 1.
         return min(1.0, max(0.0, cosine))
+
+
+def _check_support_threshold(threshold: object) -> float:
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 < float(threshold) <= 1.0:
+        raise UsageError(f"expected a threshold in (0, 1], got threshold={describe(threshold)}")
+    return float(threshold)
+
+
+class EmbeddingSupport:
+    """Claim support for `ClaimR(judge=embedding)@k`: cosine(claim, text) >= `threshold`, by an `EmbeddingJudge`.
+
+    The default `HashingEmbedder` measures word overlap more than meaning; pass `MiniLMEmbedder()` for real
+    sentence embeddings. Unlike the token judge, it does not check numbers and dates exactly.
+    """
+
+    method = "embedding"
+
+    def __init__(self, embedder: Embedder | None = None, *, threshold: float = 0.7) -> None:
+        self.threshold = _check_support_threshold(threshold)
+        self.judge = EmbeddingJudge(embedder)
+
+    def __repr__(self) -> str:
+        return f"EmbeddingSupport({self.judge.embedder.inner!r}, threshold={self.threshold})"
+
+    def supports(self, claim: str, text: str) -> bool:
+        """Whether the claim and the text embed at least `threshold` apart in cosine similarity."""
+        return judge_score(self.judge, claim, text) >= self.threshold
+
+
+class RagasSupport:
+    """Claim support for `ClaimR(judge=ragas)@k`: Ragas' non-LLM string similarity of the claim to the text.
+
+    A `RagasJudge` whose one reference is the claim; the text supports the claim when the similarity is at
+    least `threshold`. Edit distance punishes a long text for holding more than the claim, so this suits
+    claims that quote their chunk closely (Ragas' own context recall uses it on whole reference contexts).
+    """
+
+    method = "ragas"
+
+    def __init__(self, *, distance: str = "levenshtein", threshold: float = 0.5) -> None:
+        self.threshold = _check_support_threshold(threshold)
+        self.distance = distance
+        self._judges: dict[str, RagasJudge] = {}
+        RagasJudge(["probe"], distance=distance)  # fail now, not mid-run, when ragas or the distance is wrong
+
+    def __repr__(self) -> str:
+        return f"RagasSupport(distance={self.distance!r}, threshold={self.threshold})"
+
+    def supports(self, claim: str, text: str) -> bool:
+        """Whether Ragas rates the text at least `threshold` similar to the claim."""
+        judge = self._judges.get(claim)
+        if judge is None:
+            judge = self._judges[claim] = RagasJudge([claim], distance=self.distance)
+        return judge_score(judge, claim, text) >= self.threshold
+
+
+SUPPORT_JUDGES: dict[str, Any] = {"tokens": TokenSupport, "embedding": EmbeddingSupport, "ragas": RagasSupport}
+"""Support judge method -> class, for `--claims-judge` style options."""
 
 
 _RAGAS_LOADED: dict[str, Any] = {}

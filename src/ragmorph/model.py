@@ -11,7 +11,7 @@ from typing import Any
 
 import attrs
 
-from .errors import InputError, describe
+from .errors import CorpusChanged, InputError, describe
 
 __all__ = [
     "Case",
@@ -135,6 +135,16 @@ def _to_str_tuple(name: str) -> Any:
     return convert
 
 
+def _not_own_successor(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if value is not None and value == instance.id:
+        raise InputError(
+            f"expected superseded_by to name another chunk, got the chunk's own id {value!r}; a chunk cannot "
+            "replace itself (use null for a current chunk)",
+            field="superseded_by",
+            value=value,
+        )
+
+
 @attrs.frozen
 class Chunk:
     """One retrievable passage; `tenant=None` means shared, visible to every tenant."""
@@ -145,7 +155,7 @@ class Chunk:
     tenant: str | None = attrs.field(default=None, validator=_optional_nonempty_str)
     version: int | None = attrs.field(default=None, validator=_optional_int)
     effective_from: _dt.date | None = attrs.field(default=None, converter=_to_date)
-    superseded_by: str | None = attrs.field(default=None, validator=_optional_nonempty_str)
+    superseded_by: str | None = attrs.field(default=None, validator=[_optional_nonempty_str, _not_own_successor])
     metadata: FrozenMap = attrs.field(factory=FrozenMap, converter=_to_frozen_map)
 
     def visible_to(self, tenant: str | None) -> bool:
@@ -176,6 +186,31 @@ def _to_chunk_tuple(value: Iterable[Chunk]) -> tuple[Chunk, ...]:
     return chunks
 
 
+def _check_supersession(chunks: tuple[Chunk, ...], index: Mapping[str, int]) -> None:
+    """Raise InputError for a cycle of superseded_by links among present chunks (a -> b -> a).
+
+    A successor that is not in the corpus is allowed: the chunk was replaced by a version this corpus does not
+    hold (the supersede strategy builds exactly such worlds); it is superseded but not stale.
+    """
+    done: set[int] = set()
+    for start in range(len(chunks)):
+        path: dict[int, None] = {}
+        position: int | None = start
+        while position is not None and position not in done:
+            if position in path:
+                cycle = [chunks[p].id for p in list(path)[list(path).index(position):]]
+                raise InputError(
+                    f"expected superseded_by links without cycles, got {' -> '.join(map(repr, cycle))} -> "
+                    f"{cycle[0]!r}; at least one of these chunks must be current (superseded_by null)",
+                    field="superseded_by",
+                    value=cycle[0],
+                )
+            path[position] = None
+            successor = chunks[position].superseded_by
+            position = index.get(successor) if successor is not None else None
+        done.update(path)
+
+
 # How many delta-derived corpora may stack before lookups fall back to a full index of their own.
 _MAX_OVERLAY_DEPTH = 8
 
@@ -193,6 +228,7 @@ class Corpus:
     _index: list[dict[str, int]] = attrs.field(init=False, repr=False)
     _overlay: tuple[Corpus, dict[str, Chunk], frozenset[str], int] | None = attrs.field(init=False, repr=False)
     _fingerprint: list[str] = attrs.field(init=False, repr=False)
+    _origin: tuple[Chunk, ...] = attrs.field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         index: dict[str, int] = {}
@@ -204,9 +240,11 @@ class Corpus:
                     value=chunk.id,
                 )
             index[chunk.id] = position
+        _check_supersession(self.chunks, index)
         object.__setattr__(self, "_index", [index])
         object.__setattr__(self, "_overlay", None)
         object.__setattr__(self, "_fingerprint", [])
+        object.__setattr__(self, "_origin", self.chunks)
 
     @classmethod
     def _derived(
@@ -227,7 +265,20 @@ class Corpus:
                 overlay = (parent, added or {}, removed, depth)
         object.__setattr__(corpus, "_overlay", overlay)
         object.__setattr__(corpus, "_fingerprint", [])
+        object.__setattr__(corpus, "_origin", chunks)
         return corpus
+
+    def restore_if_changed(self) -> bool:
+        """Undo a replacement of `chunks` made behind the frozen class's back; True when there was one.
+
+        A Corpus is frozen, but `object.__setattr__` still swaps its chunk tuple. The guard around user code
+        calls this after every call: the edit becomes an error naming the retriever, and the corpus is whole
+        again for every later call, unit and retriever.
+        """
+        if self.chunks is self._origin:
+            return False
+        object.__setattr__(self, "chunks", self._origin)
+        return True
 
     def _positions(self) -> dict[str, int]:
         if not self._index:
@@ -242,7 +293,15 @@ class Corpus:
                 return added[chunk_id]
             return None if chunk_id in removed else parent.get(chunk_id)
         position = self._positions().get(chunk_id)
-        return None if position is None else self.chunks[position]
+        if position is None:
+            return None
+        # A frozen corpus can still be edited with object.__setattr__; its index then points past or beside its
+        # chunks. Say so instead of failing with an IndexError (or worse, answering with another chunk).
+        if position >= len(self.chunks) or self.chunks[position].id != chunk_id:
+            raise CorpusChanged(
+                f"a corpus whose chunks no longer match its index (chunk {chunk_id!r}); it was edited in place"
+            )
+        return self.chunks[position]
 
     def __len__(self) -> int:
         return len(self.chunks)
@@ -366,6 +425,17 @@ def _to_evidence(value: Any) -> tuple[tuple[str, ...], ...]:
             field="evidence",
             value=value,
         )
+    value = list(value)
+    if len(value) > 1 and all(isinstance(group, str) for group in value):
+        # ["a", "b"] reads either as "a and b are both required" or as "either one is enough"; guessing wrong
+        # changes every recall figure without a word, so the two spellings must be explicit.
+        raise InputError(
+            f"expected evidence groups (lists of chunk ids), got a flat list of ids {value[:4]!r}; write "
+            f"{[[member] for member in value[:3]]!r} when every id is required, or {[value[:3]]!r} when any one "
+            "of them is enough",
+            field="evidence",
+            value=value,
+        )
     groups = []
     for number, group in enumerate(value):
         if isinstance(group, str):
@@ -415,6 +485,15 @@ class Case:
     claims: tuple[str, ...] = attrs.field(factory=tuple, converter=_to_str_tuple("claims"))
     answerable: bool | None = attrs.field(default=None, validator=_optional_bool)
     tags: tuple[str, ...] = attrs.field(factory=tuple, converter=_to_str_tuple("tags"))
+
+    def __attrs_post_init__(self) -> None:
+        if self.answerable is False and self.evidence:
+            raise InputError(
+                f"expected no evidence for a case marked answerable=false, got {len(self.evidence)} evidence "
+                f"group(s) in case {self.id!r}; drop the evidence or the answerable flag",
+                field="answerable",
+                value=False,
+            )
 
     @property
     def is_answerable(self) -> bool:

@@ -179,6 +179,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="where replay files of violations go (default: <rootdir>/.ragmorph/replays)",
     )
+    group.addoption(
+        "--ragmorph-report-dir",
+        default=None,
+        help="write every engine run's report here, in each format ragmorph writes (JSON, JUnit XML, HTML)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -445,4 +450,15 @@ def _engine_report(item: RelationItem) -> dict[str, Any]:
         traits={item.retriever: declared.traits.get(item.retriever, ())},
     )
     cache[key] = report.to_dict()
+    report_dir = item.config.getoption("--ragmorph-report-dir")
+    if report_dir:
+        from .reporting import WRITERS, write_reports
+
+        stem = "-".join(_file_part(p) for p in (Path(module.path).stem, item.suite_name, item.retriever, item.family))
+        folder = Path(report_dir)
+        write_reports(cache[key], {w.name: folder / f"{stem}{Path(w.filename).suffix}" for w in WRITERS.values()})
     return cache[key]
+
+
+def _file_part(text: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "._" else "_" for ch in text)[:60]

@@ -143,8 +143,8 @@ def test_sync_retrievers_serve_aretrieve_in_a_thread() -> None:
 @pytest.mark.parametrize(
     ("retriever", "options", "message"),
     [
-        (BM25Retriever, {}, "factory must be called"),
-        (Recording([]), {"timeout": 0}, "positive timeout"),
+        (BM25Retriever, {}, "a factory itself is called with the corpus first"),
+        (Recording([]), {"timeout": 0}, "positive, finite timeout"),
         (Recording([]), {"score_order": "sometimes"}, "score_order"),
     ],
 )

@@ -139,7 +139,7 @@ def test_metrics_never_writes_over_an_input_file(tmp_path: Path, capsys: pytest.
     code = main(["metrics", "--run", str(tmp_path / "run.trec"), "--qrels", str(tmp_path / "qrels.trec"),
                  "--json", str(tmp_path / "run.trec")])
     assert code == EXIT_USAGE
-    assert "which is an input file" in capsys.readouterr().err
+    assert "which is the --run input" in capsys.readouterr().err
     assert (tmp_path / "run.trec").read_text(encoding="utf-8") == RUN
 
 

@@ -12,7 +12,7 @@ from ragmorph.evaluator import (
     ContextCase,
     DropSoleSupport,
     InsertUnrelated,
-    PromoteContext,
+    PromoteRelevant,
     binomial_tail,
     check_evaluator,
     context_cases,
@@ -74,7 +74,8 @@ def test_binomial_tail_rejects_impossible_counts() -> None:
 
 def test_perturbations_apply_to_the_context_list() -> None:
     contexts = SMALL.contexts
-    assert [c.id for c in PromoteContext(0, 2).apply_to(contexts)] == ["g1", "x2", "x1", "g2"]
+    # The retriever runner's own PromoteRelevant, applied to the context list read as a ranking.
+    assert [h.id for h in PromoteRelevant(5, 0, 2).promoted(Ranking.of(c.id for c in contexts)).hits] == ["g1", "x2", "x1", "g2"]
     assert [c.id for c in InsertUnrelated(1, ("lorem", "ipsum")).apply_to(contexts)] == ["x1", "unrelated", "x2", "g1", "g2"]
     assert [c.id for c in DropSoleSupport(3).apply_to(contexts)] == ["x1", "x2", "g1"]
 
@@ -97,9 +98,14 @@ def test_a_rank_reversed_context_precision_is_caught_and_shrunk() -> None:
     report = check_evaluator(reversed_cp, [SMALL], max_examples=25, seed=0)
     failure = next(r for r in report.failures if r.relation == "evaluator.promote_relevant")
     # Shrinking reaches the shortest swap: the gold context one step up, past its irrelevant neighbour.
-    assert failure.violation["perturbation"]["fields"] == {"upper": 1, "lower": 2}
+    assert failure.violation["perturbation"]["fields"] == {"k": 5, "upper": 1, "lower": 2}
     assert failure.violation["after"] < failure.violation["before"]
     assert failure.violation["calls_to_first_failure"] >= 2
+    # One violation type for both modes: the typed record reads as its JSON form.
+    from ragmorph.runner import MetricViolation, Violation
+
+    assert isinstance(failure.violation, MetricViolation) and isinstance(failure.violation, Violation)
+    assert failure.to_dict()["violation"]["base_contexts"] == [c.id for c in SMALL.contexts]
 
 
 class LengthJudge:

@@ -9,7 +9,7 @@ import random
 import pytest
 
 from ragmorph.errors import UsageError
-from ragmorph.metrics import GOLD_MEASURES, MEASURES, POLICIES, evaluate, evaluate_batch, is_empty_ok
+from ragmorph.metrics import GOLD_MEASURES, MEASURES, POLICIES, evaluate, evaluate_batch, is_empty_ok, parse_metric
 from ragmorph.model import Case, Chunk, Corpus, Hit, Ranking
 from support.backends import BACKENDS
 
@@ -103,7 +103,7 @@ def test_fewer_than_k_on_an_empty_ranking() -> None:
     "case",
     [
         Case(id="q", query="q"),
-        Case(id="q", query="q", evidence=[["a"]], answerable=False),
+        Case(id="q", query="q", answerable=False),
         Case(id="q", query="q", claims=["a claim but no chunk ids"], answerable=True),
     ],
     ids=["no-evidence", "marked-unanswerable", "claims-only"],
@@ -274,7 +274,7 @@ def test_every_registered_measure_evaluates(measure: str) -> None:
     name = f"{measure}@3" if info.needs_k else measure
     corpus = Corpus([Chunk("a", "alpha"), Chunk("b", "beta"), Chunk("x", "chi")])
     values = evaluate(Ranking.of(["x", "a"]), GOLD_AB, [name], corpus=corpus, judge=lambda q, t: 0.5)
-    assert list(values) == [name]
+    assert list(values) == [str(parse_metric(name))]
     assert info.formula and info.edge_cases and info.summary
 
 

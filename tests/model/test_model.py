@@ -113,7 +113,9 @@ def test_case_gold_ids_and_answerable_default() -> None:
     assert case.gold_ids == ("hr-12#3", "hr-14#1", "hr-15#1", "x")
     assert case.is_answerable
     assert not Case("q8", "Unknown?").is_answerable
-    assert Case("q9", "Forced", answerable=False, evidence=[["a"]]).is_answerable is False
+    assert Case("q9", "Forced", answerable=False).is_answerable is False
+    with pytest.raises(InputError, match="answerable=false"):
+        Case("q10", "Contradictory", answerable=False, evidence=[["a"]])
 
 
 def test_validate_cases_names_case_id_and_line() -> None:

@@ -246,3 +246,16 @@ ragmorph_suite = suite(retrievers={"overfull": OneTooMany}, corpus=WORLD.corpus,
     assert "overfull[tenancy-valid_response]" in result.stdout.str()
     failed = [line for line in result.outlines if line.startswith("FAILED")]
     assert any("tenancy-valid_response" in line for line in failed), result.stdout.str()
+
+
+def test_report_dir_writes_every_registered_format_per_engine_run(pytester: pytest.Pytester) -> None:
+    from ragmorph.reporting import WRITERS, load_report
+
+    pytester.makepyfile(test_retriever=SUITE.format(strategies=("cutoff",)))
+    out = pytester.path / "reports"
+    result = pytester.runpytest_inprocess("--ragmorph-report-dir", str(out), *FAST)
+    assert result.ret == 0
+    stem = "test_retriever-ragmorph_suite-bm25-cutoff"
+    written = sorted(p.name for p in out.iterdir())
+    assert written == sorted(f"{stem}{Path(w.filename).suffix}" for w in WRITERS.values())
+    assert {r["strategy"] for r in load_report(out / f"{stem}.json")["results"]} == {"cutoff"}

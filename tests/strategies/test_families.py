@@ -26,7 +26,8 @@ def _world() -> World:
             Chunk("it-1", "Reset your password in the portal"),
         ]
     )
-    case = Case("q1", "When does the revised leave policy begin?", tenant="acme", evidence=[["hr-1"], ["hr-2"]])
+    case = Case("q1", "When does the revised leave policy begin?", tenant="acme", evidence=[["hr-1"], ["hr-2"]],
+                claims=["begins on 1 September 2026"])
     return World(corpus, case, Params(5, strategies.default_filters(case)))
 
 
@@ -117,8 +118,8 @@ def test_catalog_covers_every_family_with_stated_rows() -> None:
     names = [r.name for r in CATALOG]
     assert len(names) == len(set(names))
     assert set(DEFAULT_SUITE) == set(FAMILIES) == {
-        "reorder", "removal", "distractors", "supersede", "tenancy", "filters", "cutoff", "depth", "query",
-        "odd_query", "repeat", "state", "lifecycle", "contract",
+        "reorder", "removal", "claims", "distractors", "supersede", "tenancy", "filters", "cutoff", "depth",
+        "query", "odd_query", "repeat", "state", "lifecycle", "contract",
     }
     for relation in CATALOG:
         row = relation.describe()

@@ -28,7 +28,8 @@ def chunk_lists(draw: Any, *, min_size: int = 0, max_size: int = 8, prefix: str 
                 id=f"{prefix}{number}",
                 text=draw(texts()),
                 tenant=draw(st.sampled_from((None,) + TENANTS)),
-                superseded_by=draw(st.sampled_from([None, None, f"{prefix}{(number + 1) % max(size, 1)}"])),
+                # The next chunk (for the last one an id absent from the corpus): chains, never a cycle.
+                superseded_by=draw(st.sampled_from([None, None, f"{prefix}{number + 1}"])),
                 metadata=draw(st.sampled_from([{}, {"lang": "en"}, {"lang": "de"}])),
             )
         )

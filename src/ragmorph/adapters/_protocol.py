@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, MappingView, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any, Protocol, Union, runtime_checkable
 
 from ..errors import InvalidResponse
@@ -132,15 +133,8 @@ def _one_hit(raw: Any, rank: int, query: str, response: Any) -> Hit:
         return Hit(raw)
     if isinstance(raw, (tuple, list)) and len(raw) == 2 and isinstance(raw[0], str):
         chunk_id, score = raw
-        if isinstance(score, bool) or not isinstance(score, (int, float)) and score is not None:
-            try:
-                score = float(score)  # numpy scalars and Decimal are numbers too
-            except (TypeError, ValueError):
-                raise InvalidResponse(
-                    f"expected a numeric score at rank {rank}, got {score!r} ({type(score).__name__})",
-                    query=query,
-                    excerpt=excerpt(response),
-                ) from None
+        if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
+            score = _numeric_score(score, rank, query, response)
         if not chunk_id:
             raise InvalidResponse(f"hit at rank {rank} has an empty id", query=query, excerpt=excerpt(response))
         return Hit(chunk_id, None if score is None else float(score))
@@ -149,6 +143,40 @@ def _one_hit(raw: Any, rank: int, query: str, response: Any) -> Hit:
         query=query,
         excerpt=excerpt(response),
     )
+
+
+def _numeric_score(score: Any, rank: int, query: str, response: Any) -> float:
+    """A score that is a number without being a float (numpy scalars, Decimal), as float; anything else raises.
+
+    Booleans and strings are refused although float() accepts them: `(id, True)` read as 1.0 or `(id, "0.5")`
+    as 0.5 would score a response the retriever never meant to give.
+    """
+    is_boolean = isinstance(score, bool) or getattr(getattr(score, "dtype", None), "kind", None) == "b"
+    if not is_boolean and not isinstance(score, (str, bytes, bytearray)):
+        try:
+            return float(score)
+        except (TypeError, ValueError):
+            pass
+    raise InvalidResponse(
+        f"expected a numeric score at rank {rank}, got {score!r} ({type(score).__name__})",
+        query=query,
+        excerpt=excerpt(response),
+    )
+
+
+def _unordered(response: Any) -> str | None:
+    """Why `response` cannot be a ranking, for the containers that iterate but hold no rank order."""
+    if isinstance(response, Mapping):
+        return (
+            f"expected a sequence of hits best first, got a {type(response).__name__} (its scores would be "
+            "dropped); return a list of (id, score) pairs, e.g. sorted(d.items(), key=lambda p: -p[1])"
+        )
+    if isinstance(response, AbstractSet) and not isinstance(response, MappingView):
+        return (
+            f"expected a sequence of hits best first, got a {type(response).__name__}, which has no order (it "
+            "iterates in hash order, which changes between runs); return a list"
+        )
+    return None
 
 
 def normalise_hits(response: Any, *, query: str) -> tuple[Hit, ...]:
@@ -161,4 +189,7 @@ def normalise_hits(response: Any, *, query: str) -> tuple[Hit, ...]:
         raise InvalidResponse(
             f"expected a sequence of hits, got {type(response).__name__}", query=query, excerpt=excerpt(response)
         )
+    unordered = _unordered(response)
+    if unordered is not None:
+        raise InvalidResponse(unordered, query=query, excerpt=excerpt(response))
     return tuple(_one_hit(raw, rank, query, response) for rank, raw in enumerate(response, start=1))

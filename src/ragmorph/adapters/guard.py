@@ -12,10 +12,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from ..errors import InvalidResponse, RetrieverTimeout, UsageError, describe, retriever_errors
+from ..errors import CorpusChanged, InvalidResponse, RetrieverFailed, RetrieverTimeout, UsageError, describe, retriever_errors
 from ..model import Corpus, Filters, Params, Ranking
 from ._protocol import excerpt
 from .capabilities import describe_capabilities, display_name, is_retriever
@@ -71,12 +71,23 @@ class GuardedRetriever:
             # A factory may build a plain search function fn(query, k[, filters]): wrapped as load_retriever does.
             retriever = FunctionRetriever(retriever)
         if not is_retriever(retriever):
-            raise UsageError(
-                f"expected a retriever object with retrieve(query, *, k, filters), got {describe(retriever)}; "
-                "a factory must be called with the corpus first"
+            hint = (
+                "did the factory forget to `return` the retriever it built?"
+                if retriever is None
+                else "a factory must return the retriever it built (a factory itself is called with the corpus first)"
             )
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
-            raise UsageError(f"expected a positive timeout in seconds or None, got timeout={describe(timeout)}")
+            raise UsageError(
+                f"expected a retriever object with retrieve(query, *, k, filters), got {describe(retriever)}; {hint}"
+            )
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= threading.TIMEOUT_MAX
+        ):
+            # inf or 1e300 would pass a `> 0` check and then fail every call inside Thread.join (OverflowError),
+            # blamed on the retriever; None is the way to say "no limit".
+            raise UsageError(
+                f"expected a positive, finite timeout in seconds up to {threading.TIMEOUT_MAX:.0f}, or None for no "
+                f"limit, got timeout={describe(timeout)}"
+            )
         _check_score_order(score_order)
         self.retriever = retriever
         self.corpus = corpus
@@ -102,20 +113,59 @@ class GuardedRetriever:
             return {"k": params.k}
         return {"k": params.k, "filters": filters}
 
-    def _call(self, thunk: Callable[[], Any], query: str, *, force_thread: bool = False) -> Any:
-        with retriever_errors(f"retriever {self.name}", query=query):
-            if self.timeout is None and not force_thread:
-                return thunk()
-            return _run_with_timeout(thunk, self.timeout, query)
+    def _call(
+        self, thunk: Callable[[], Any], query: str, corpus: Corpus | None, *, force_thread: bool = False
+    ) -> Any:
+        def materialised() -> Any:
+            # A generator runs the retriever's code while it is iterated: iterate it here, inside the error
+            # guard and the time limit, rather than later in validation.
+            response = thunk()
+            return list(response) if isinstance(response, Iterator) else response
+
+        try:
+            with retriever_errors(f"retriever {self.name}", query=query):
+                if self.timeout is None and not force_thread:
+                    response = materialised()
+                else:
+                    response = _run_with_timeout(materialised, self.timeout, query)
+        except BaseException:
+            self._corpora_edited(corpus)  # repaired; the call's own error is the one to report
+            raise
+        self._check_corpus_unchanged(query, corpus)
+        return response
+
+    def _corpora_edited(self, corpus: Corpus | None) -> list[tuple[int, int]]:
+        """Restore every corpus this call could see; (chunks before, chunks after the edit) for each edited one."""
+        edited = []
+        for given in {id(c): c for c in (self.corpus, corpus) if c is not None}.values():
+            size = len(given.chunks)
+            if given.restore_if_changed():
+                edited.append((len(given.chunks), size))
+        return edited
+
+    def _check_corpus_unchanged(self, query: str, corpus: Corpus | None) -> None:
+        # O(1) per call: the chunk tuple is immutable, so user code can only change a corpus by swapping it.
+        for before, after in self._corpora_edited(corpus):
+            raise RetrieverFailed(
+                f"expected retriever {self.name} to leave the Corpus it was given unchanged, got its chunks "
+                f"replaced ({before} -> {after} chunks; ragmorph restored them); a retriever must copy what it "
+                "needs instead of editing ragmorph's corpus",
+                query=query,
+            )
 
     def _validated(self, response: Any, query: str, params: Params, corpus: Corpus | None) -> Ranking:
-        hits = validate_hits(
-            response,
-            k=params.k,
-            query=query,
-            corpus=corpus if corpus is not None else self.corpus,
-            score_order=self.score_order,
-        )
+        try:
+            hits = validate_hits(
+                response,
+                k=params.k,
+                query=query,
+                corpus=corpus if corpus is not None else self.corpus,
+                score_order=self.score_order,
+            )
+        except CorpusChanged as error:
+            raise RetrieverFailed(
+                f"expected retriever {self.name} to leave the Corpus it was given unchanged, got {error}", query=query
+            ) from None
         return Ranking(hits)
 
     def retrieve(self, query: str, params: Params, *, corpus: Corpus | None = None) -> Ranking:
@@ -123,11 +173,11 @@ class GuardedRetriever:
         arguments = self._filter_arguments(params)
         self._count(1)
         if callable(getattr(self.retriever, "retrieve", None)):
-            response = self._call(lambda: self.retriever.retrieve(query, **arguments), query)
+            response = self._call(lambda: self.retriever.retrieve(query, **arguments), query, corpus)
         else:
             # Async-only retriever: asyncio.run in a worker thread works even when the caller runs an event loop.
             response = self._call(
-                lambda: asyncio.run(self.retriever.aretrieve(query, **arguments)), query, force_thread=True
+                lambda: asyncio.run(self.retriever.aretrieve(query, **arguments)), query, corpus, force_thread=True
             )
         return self._validated(response, query, params, corpus)
 
@@ -141,7 +191,7 @@ class GuardedRetriever:
         arguments = self._filter_arguments(params)
         label = f"batch of {len(queries)} queries starting {queries[0]!r}" if queries else "empty batch"
         self._count(len(queries))
-        responses = self._call(lambda: self.retriever.retrieve_batch(queries, **arguments), label)
+        responses = self._call(lambda: self.retriever.retrieve_batch(queries, **arguments), label, corpus)
         if isinstance(responses, (str, bytes)) or not hasattr(responses, "__len__") or len(responses) != len(queries):
             raise InvalidResponse(
                 f"expected one response per query ({len(queries)}) from retrieve_batch, got {describe(responses)}",
@@ -156,12 +206,17 @@ class GuardedRetriever:
             return await asyncio.to_thread(self.retrieve, query, params, corpus=corpus)
         arguments = self._filter_arguments(params)
         self._count(1)
-        with retriever_errors(f"retriever {self.name}", query=query):
-            try:
-                response = await asyncio.wait_for(self.retriever.aretrieve(query, **arguments), self.timeout)
-            except asyncio.TimeoutError:
-                raise RetrieverTimeout(
-                    f"expected an answer within timeout={self.timeout} s, got none; the coroutine was cancelled",
-                    query=query,
-                ) from None
+        try:
+            with retriever_errors(f"retriever {self.name}", query=query):
+                try:
+                    response = await asyncio.wait_for(self.retriever.aretrieve(query, **arguments), self.timeout)
+                except asyncio.TimeoutError:
+                    raise RetrieverTimeout(
+                        f"expected an answer within timeout={self.timeout} s, got none; the coroutine was cancelled",
+                        query=query,
+                    ) from None
+        except BaseException:
+            self._corpora_edited(corpus)
+            raise
+        self._check_corpus_unchanged(query, corpus)
         return self._validated(response, query, params, corpus)

@@ -61,7 +61,10 @@ def _file_module(path: Path, spec: str) -> str:
             f"retriever {spec!r}: importing {str(path)!r} failed: no module named {error.name!r}; the file's "
             f"folder {folder!r} is on sys.path, so install {error.name!r} or put it on PYTHONPATH"
         ) from error
-    except Exception as error:
+    except KeyboardInterrupt:
+        del sys.modules[name]
+        raise
+    except BaseException as error:  # SystemExit too: a file calling sys.exit() must not end ragmorph quietly
         del sys.modules[name]
         raise UsageError(f"retriever {spec!r}: importing {str(path)!r} failed: {type(error).__name__}: {error}") from error
     return name
@@ -80,7 +83,9 @@ def _import(module_name: str, spec: str) -> Any:
             f"retriever {spec!r}: importing {module_name!r} failed because it imports the missing module "
             f"{error.name!r}; install it"
         ) from error
-    except Exception as error:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:  # SystemExit too: a module calling sys.exit() must not end ragmorph quietly
         raise UsageError(
             f"retriever {spec!r}: importing {module_name!r} raised {type(error).__name__}: {error}"
         ) from error

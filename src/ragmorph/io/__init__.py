@@ -5,6 +5,7 @@ Every reader raises ``ragmorph.errors.InputError`` with ``file``, ``line`` and `
 
 from __future__ import annotations
 
+from ._lines import atomic_write_bytes, atomic_write_text
 from .beir import read_beir
 from .native import case_from_dict, chunk_from_dict, read_cases, read_corpus, write_cases, write_corpus
 from .ragas import RagasData, read_ragas
@@ -12,6 +13,8 @@ from .trec import read_trec_qrels, read_trec_run, trec_order, write_trec_run
 
 __all__ = [
     "RagasData",
+    "atomic_write_bytes",
+    "atomic_write_text",
     "case_from_dict",
     "chunk_from_dict",
     "read_beir",

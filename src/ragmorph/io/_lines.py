@@ -15,6 +15,7 @@ from ..errors import InputError, describe
 
 __all__ = [
     "FirstSeen",
+    "atomic_write_bytes",
     "atomic_write_text",
     "check_fields",
     "dumps_line",
@@ -82,13 +83,39 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def loads_strict(text: str, *, file: str | None = None, line: int | None = None) -> Any:
     """Parse strict JSON (no NaN/Infinity, no repeated keys) or raise InputError at `file`:`line`."""
     try:
-        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
+        value = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as error:
         raise InputError(
             f"expected valid JSON, got {error.msg} at column {error.colno}", file=file, line=line
         ) from None
     except ValueError as error:
         raise InputError(f"expected valid JSON, got {error}", file=file, line=line) from None
+    except RecursionError:
+        too_deep = True
+    else:
+        too_deep = _too_deep(value)
+    if too_deep:
+        raise InputError(
+            f"expected JSON nested at most {MAX_DEPTH} levels deep, got deeper nesting", file=file, line=line
+        )
+    return value
+
+
+# Far below Python's recursion limit: values this deep are never real data, and every later step (hashing
+# metadata, fingerprints, reports) recurses over them again from deeper in the stack.
+MAX_DEPTH = 64
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether `value` nests lists/objects more than MAX_DEPTH levels (checked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > MAX_DEPTH:
+                return True
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False
 
 
 def iter_json_objects(path: PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -181,7 +208,6 @@ def atomic_write_text(path: PathLike, text: str) -> None:
     content (the rename swaps the directory entry; it never truncates the file being read). A symlink is
     followed, so its target is replaced. Text that cannot be UTF-8 (lone surrogates) is an InputError.
     """
-    target = Path(os.path.realpath(path))
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError as error:
@@ -189,6 +215,16 @@ def atomic_write_text(path: PathLike, text: str) -> None:
             f"expected text encodable as UTF-8, got {text[error.start:error.end]!r} (a lone surrogate)",
             file=str(path),
         ) from None
+    atomic_write_bytes(path, data)
+
+
+def atomic_write_bytes(path: PathLike, data: bytes) -> None:
+    """Write `data` to `path` atomically, as `atomic_write_text` does (temporary file with a unique name).
+
+    The temporary file gets a name no other file has (mkstemp), so no unrelated `F.tmp` is ever replaced or
+    deleted; a failed write (disk full, file-size limit) removes it and leaves the old file as it was.
+    """
+    target = Path(os.path.realpath(path))
     if not target.parent.is_dir():
         raise InputError("expected an existing folder to write into, got a missing folder", file=str(path))
     descriptor, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)

@@ -68,6 +68,13 @@ def case_from_dict(record: Mapping[str, Any], *, file: str | None = None, line: 
                 )
         _require_json_type(record, "claims", (list,), "a list of strings")
         _require_json_type(record, "tags", (list,), "a list of strings")
+        query = record.get("query")
+        if isinstance(query, str) and not query.strip():
+            raise InputError(
+                f"expected a query to ask, got query={describe(query)}; an empty query cannot be judged",
+                field="query",
+                value=query,
+            )
         return Case(**record)
     except InputError as error:
         raise error.at(file=file, line=line) from None
@@ -90,7 +97,19 @@ def _read_unique(path: PathLike, what: str, parse: Callable[[dict[str, Any], str
 
 def read_corpus(path: PathLike) -> Corpus:
     """Read ``corpus.jsonl``: one chunk object per line, blank lines skipped; ids must be unique."""
-    return Corpus(_read_unique(path, "chunk", lambda record, file, line: chunk_from_dict(record, file=file, line=line)))
+    lines: dict[str, int] = {}
+
+    def parse(record: dict[str, Any], file: str, line: int) -> Chunk:
+        chunk = chunk_from_dict(record, file=file, line=line)
+        lines.setdefault(chunk.id, line)
+        return chunk
+
+    chunks = _read_unique(path, "chunk", parse)
+    try:
+        return Corpus(chunks)
+    except InputError as error:
+        # Corpus-wide rules (a superseded_by cycle) name a chunk id; point at that chunk's line.
+        raise error.at(file=str(path), line=lines.get(error.value) if isinstance(error.value, str) else None) from None
 
 
 def read_cases(path: PathLike, corpus: Corpus | None = None) -> tuple[Case, ...]:

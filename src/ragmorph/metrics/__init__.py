@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from ._aggregate import SCHEMA, MetricAggregate, MetricsSummary, aggregate
 from ._batch import BATCH_BACKEND, BatchResult, evaluate_batch
+from ._claims import DEFAULT_SUPPORT, SupportJudge, TokenSupport, claim_facts
 from ._names import (
+    DEFAULT_SUPPORT_METHOD,
     GOLD_MEASURES,
     GOVERNANCE_MEASURES,
     MEASURES,
@@ -24,6 +26,8 @@ from ._single import Judge, QueryScores, evaluate, is_empty_ok
 
 __all__ = [
     "BATCH_BACKEND",
+    "DEFAULT_SUPPORT",
+    "DEFAULT_SUPPORT_METHOD",
     "GOLD_MEASURES",
     "GOVERNANCE_MEASURES",
     "MEASURES",
@@ -36,7 +40,10 @@ __all__ = [
     "MetricAggregate",
     "MetricsSummary",
     "QueryScores",
+    "SupportJudge",
+    "TokenSupport",
     "aggregate",
+    "claim_facts",
     "evaluate",
     "evaluate_batch",
     "is_empty_ok",

@@ -12,6 +12,7 @@ from ..errors import UsageError, describe
 from ..model import FrozenMap
 
 __all__ = [
+    "DEFAULT_SUPPORT_METHOD",
     "GOLD_MEASURES",
     "GOVERNANCE_MEASURES",
     "MEASURES",
@@ -38,6 +39,7 @@ class MeasureInfo:
     needs_corpus: bool = False
     needs_k: bool = True
     needs_judge: bool = False
+    needs_support: bool = False
     batch: bool = False
     micro: str | None = None
     summary: str = ""
@@ -171,6 +173,18 @@ _INFOS: tuple[MeasureInfo, ...] = (
         summary="context relevance from a pluggable judge",
     ),
     MeasureInfo(
+        "ClaimR",
+        "claims of the case supported by at least one distinct text in the top k / claims of the case",
+        "None when the case has no claims (policy no_claims). The support judge is part of the name: "
+        "`ClaimR@5` means `ClaimR(judge=tokens)@5`, the default token judge (a text supports a claim when it "
+        "holds >= 80% of the claim's content words and every number and date exactly); `judge=embedding` and "
+        "`judge=ragas` need evaluate(..., support=) with ragmorph.judges.EmbeddingSupport / RagasSupport. Text "
+        "comes from the hit, else from the corpus.",
+        needs_support=True,
+        micro="sum of supported claims / sum of claims",
+        summary="claim recall: share of the case's claims the top-k texts support",
+    ),
+    MeasureInfo(
         "EmptyOK",
         "1 when the ranking is empty, else 0; only for unanswerable cases",
         "No cutoff: the retriever's own threshold decides. None for answerable cases (policy unanswerable).",
@@ -198,6 +212,7 @@ POLICIES: FrozenMap = FrozenMap(
         "duplicates": "A repeated id keeps its first rank; later repeats occupy their slot (they push later hits "
         "down and count in P_ret's denominator) but are never relevant again, so duplicates never add hits. "
         "Dup@k counts them.",
+        "no_claims": "ClaimR is None for a case without claims, answerable or not: there is nothing to support.",
         "unanswerable": "EmptyOK is 1.0 when an unanswerable case gets an empty ranking, 0.0 otherwise, and None "
         "for answerable cases.",
         "unknown_ids": "Governance counts skip ids that are not in the corpus: nothing is known about them "
@@ -209,11 +224,17 @@ POLICIES: FrozenMap = FrozenMap(
 """Named edge-case policies, referenced from MeasureInfo.edge_cases and tested one by one."""
 
 _CANONICAL = {name.lower(): name for name in MEASURES}
-_SYNTAX = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:@\s*(\S+))?\s*$")
+# ir_measures' parameter syntax, `Measure(param=value)@k`; the one parameter ragmorph knows is a support judge.
+_SYNTAX = re.compile(
+    r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\(\s*judge\s*=\s*([A-Za-z_][A-Za-z0-9_-]*)\s*\))?\s*(?:@\s*(\S+))?\s*$"
+)
+DEFAULT_SUPPORT_METHOD = "tokens"
 
 
 def _valid_names() -> str:
-    return ", ".join(f"{name}@k" if info.needs_k else name for name, info in MEASURES.items())
+    return ", ".join(f"{name}@k" if info.needs_k else name for name, info in MEASURES.items()) + (
+        ", ClaimR(judge=METHOD)@k"
+    )
 
 
 def _check_measure(instance: object, attribute: attrs.Attribute, value: object) -> None:
@@ -233,15 +254,37 @@ def _check_k(instance: Metric, attribute: attrs.Attribute, value: object) -> Non
         )
 
 
+def _default_judge(instance: Metric) -> str | None:
+    info = MEASURES.get(instance.measure)
+    return DEFAULT_SUPPORT_METHOD if info is not None and info.needs_support else None
+
+
+def _check_judge(instance: Metric, attribute: attrs.Attribute, value: object) -> None:
+    info = MEASURES[instance.measure]
+    if not info.needs_support:
+        if value is not None:
+            raise UsageError(f"expected no judge for {info.name} (only ClaimR takes one), got judge={describe(value)}")
+        return
+    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", value):
+        raise UsageError(f"expected a support judge method such as 'tokens' or 'embedding', got judge={describe(value)}")
+
+
 @attrs.frozen(order=False)
 class Metric:
-    """One measure at one cutoff, e.g. `Metric("nDCG", 10)`; `str(metric)` is its canonical name `nDCG@10`."""
+    """One measure at one cutoff, e.g. `Metric("nDCG", 10)`; `str(metric)` is its canonical name `nDCG@10`.
+
+    Claim measures also name their support judge: `Metric("ClaimR", 5)` is `ClaimR(judge=tokens)@5`.
+    """
 
     measure: str = attrs.field(validator=_check_measure)
     k: int | None = attrs.field(default=None, validator=_check_k)
+    judge: str | None = attrs.field(
+        default=attrs.Factory(_default_judge, takes_self=True), validator=_check_judge, kw_only=True
+    )
 
     def __str__(self) -> str:
-        return self.measure if self.k is None else f"{self.measure}@{self.k}"
+        head = self.measure if self.judge is None else f"{self.measure}(judge={self.judge})"
+        return head if self.k is None else f"{head}@{self.k}"
 
     @property
     def info(self) -> MeasureInfo:
@@ -250,7 +293,7 @@ class Metric:
 
 
 def parse_metric(text: str | Metric) -> Metric:
-    """Parse a metric name like `P@5`, `nDCG@10`, `GroupR@3` or `EmptyOK` (measure names are case-insensitive).
+    """Parse a metric name like `P@5`, `nDCG@10`, `ClaimR(judge=embedding)@5` or `EmptyOK` (case-insensitive).
 
     Raises UsageError naming the text and listing the valid measures.
     """
@@ -268,12 +311,13 @@ def _parse_text(text: str) -> Metric:
     measure = _CANONICAL.get(match.group(1).lower()) if match else None
     if match is None or measure is None:
         raise UsageError(f"expected a metric such as 'P@5' or 'EmptyOK' (valid: {_valid_names()}), got {text!r}")
-    cutoff = match.group(2)
+    judge = {} if match.group(2) is None else {"judge": match.group(2).lower()}
+    cutoff = match.group(3)
     if cutoff is None:
-        return Metric(measure)
+        return Metric(measure, **judge)
     if not cutoff.isdigit() or int(cutoff) <= 0:
         raise UsageError(f"expected a positive integer cutoff after '@' in {text!r}, e.g. '{measure}@10'")
-    return Metric(measure, int(cutoff))
+    return Metric(measure, int(cutoff), **judge)
 
 
 def parse_metrics(metrics: Iterable[Metric | str] | str) -> tuple[Metric, ...]:
@@ -285,11 +329,14 @@ def parse_metrics(metrics: Iterable[Metric | str] | str) -> tuple[Metric, ...]:
     return tuple(seen)
 
 
-def standard_metrics(ks: Iterable[int], *, governance: bool = True) -> tuple[Metric, ...]:
-    """The metrics a report shows at every cutoff in `ks`: P, R, GroupR, CP, AP, RR, nDCG, Hit, F1 (+ governance)."""
+def standard_metrics(ks: Iterable[int], *, governance: bool = True, claims: bool = False) -> tuple[Metric, ...]:
+    """The metrics a report shows at every cutoff in `ks`: P, R, GroupR, CP, AP, RR, nDCG, Hit, F1 (+ governance,
+    + ClaimR with the default token judge when `claims`)."""
     measures = ["P", "R", "GroupR", "CP", "AP", "RR", "nDCG", "Hit", "F1"]
     if governance:
         measures += ["Unauthorized", "Stale", "Superseded", "Dup"]
+    if claims:
+        measures.append("ClaimR")
     return tuple(Metric(measure, k) for k in ks for measure in measures) + (Metric("EmptyOK"),)
 
 

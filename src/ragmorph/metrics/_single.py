@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 from ..errors import UsageError, describe
 from ..model import Case, Corpus, Hit, Ranking
+from ._claims import DEFAULT_SUPPORT, SupportJudge
 from ._names import GOLD_MEASURES, Metric, parse_metrics
 
 __all__ = ["Judge", "QueryScores", "evaluate", "is_empty_ok"]
@@ -126,13 +127,17 @@ def evaluate(
     *,
     corpus: Corpus | None = None,
     judge: Judge | None = None,
+    support: SupportJudge | Sequence[SupportJudge] | None = None,
 ) -> QueryScores:
     """Score one ranking, exactly as returned, against `case`: `{"P@5": 0.4, "R@5": None, ...}`.
 
     Values are None where a measure is undefined (see POLICIES). Governance measures need `corpus`;
-    Relevance needs `judge`. The result is a dict that also carries what `aggregate` needs for micro averages.
+    Relevance needs `judge`; `ClaimR(judge=M)@k` needs a support judge whose `method` is M among `support`
+    (the token judge answers for `tokens` unless given). The result is a dict that also carries what
+    `aggregate` needs for micro averages.
     """
     parsed = parse_metrics(metrics)
+    supporters = _supporters(support)
     hits = _as_hits(ranking)
     ranked = _Ranked(hits, case)
     gold_ids = case.gold_ids
@@ -148,7 +153,10 @@ def evaluate(
         if measure in GOLD_MEASURES and not defined:
             values[name] = None
             continue
-        value, part = _MEASURE_FUNCTIONS[measure](ranked, case, k, corpus, judge, judged)
+        if metric.info.needs_support:
+            value, part = _claim_recall(ranked, case, metric, corpus, supporters)
+        else:
+            value, part = _MEASURE_FUNCTIONS[measure](ranked, case, k, corpus, judge, judged)
         values[name] = value
         if part is not None:
             parts[name] = part
@@ -298,6 +306,42 @@ def _relevance(
     if not scores:
         return None, (0.0, 0.0)
     return sum(scores) / len(scores), (sum(scores), len(scores))
+
+
+def _supporters(support: SupportJudge | Sequence[SupportJudge] | None) -> dict[str, SupportJudge]:
+    given = () if support is None else (support,) if isinstance(support, SupportJudge) else tuple(support)
+    found: dict[str, SupportJudge] = {DEFAULT_SUPPORT.method: DEFAULT_SUPPORT}
+    for item in given:
+        if not isinstance(item, SupportJudge):
+            raise UsageError(
+                f"expected support judges with a `method` and supports(claim, text), got support={describe(item)}"
+            )
+        found[item.method] = item
+    return found
+
+
+def _claim_recall(
+    ranked: _Ranked, case: Case, metric: Metric, corpus: Corpus | None, supporters: Mapping[str, SupportJudge]
+) -> _Result:
+    if not case.claims:
+        return None, None  # policy no_claims
+    supporter = supporters.get(metric.judge)  # type: ignore[arg-type]
+    if supporter is None:
+        raise UsageError(
+            f"expected a support judge with method {metric.judge!r} for {metric}: pass evaluate(..., support=...) "
+            f"(known here: {sorted(supporters)})"
+        )
+    texts = []
+    for hit, fresh in zip(ranked.hits[: metric.k], ranked.first):
+        if not fresh:
+            continue
+        text = _text_of(hit, corpus)
+        if text is None:
+            raise UsageError(f"expected text for hit {hit.id!r} to judge {metric}: return Hit.text or pass corpus=")
+        texts.append(text)
+    claims = tuple(dict.fromkeys(case.claims))
+    supported = sum(1 for claim in claims if any(supporter.supports(claim, text) for text in texts))
+    return supported / len(claims), (supported, len(claims))
 
 
 def _empty_ok(ranked: _Ranked, case: Case, *_: Any) -> _Result:

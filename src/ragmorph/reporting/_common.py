@@ -11,6 +11,8 @@ from typing import Any
 
 import attrs
 
+from ..errors import ExitCode
+
 __all__ = [
     "EXIT_MEANING",
     "Cell",
@@ -37,11 +39,7 @@ __all__ = [
 _STATUSES = ("pass", "fail", "error", "not_applicable")
 
 # The report's exit code in words (2, a usage or input error, never produces a report).
-EXIT_MEANING: dict[int, str] = {
-    0: "every hard relation holds",
-    1: "violations found",
-    3: "retriever errors prevented a verdict",
-}
+EXIT_MEANING: dict[int, str] = {int(code): code.meaning for code in ExitCode if code is not ExitCode.USAGE}
 
 
 def retriever_names(report: Mapping[str, Any]) -> tuple[str, ...]:

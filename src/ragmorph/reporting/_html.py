@@ -9,6 +9,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from ..io import atomic_write_text
 from ._common import (
     EXIT_MEANING,
     Cell,
@@ -308,5 +309,5 @@ def write_html(report: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
     """Write `render_html(report)` to `path` as UTF-8; returns the path."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(render_html(report), encoding="utf-8")
+    atomic_write_text(target, render_html(report))
     return target

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, describe
+from ..io import atomic_write_bytes
 
 __all__ = ["SCHEMA", "load_report", "report_schema", "validate_report", "write_json"]
 
@@ -164,7 +165,7 @@ def write_json(report: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
         # Lone surrogates (possible in generated chunk text) have no UTF-8 form; JSON escapes keep them exactly.
         data = (json.dumps(report, indent=2, ensure_ascii=True, allow_nan=False) + "\n").encode("ascii")
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(data)
+    atomic_write_bytes(target, data)
     return target
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import xml.etree.ElementTree as ET
@@ -9,6 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..io import atomic_write_bytes
 from ._common import cells, ordered_results, relation_rows, retriever_names
 from ._terminal import render_violation
 
@@ -108,5 +110,7 @@ def write_junit(report: Mapping[str, Any], path: str | os.PathLike[str]) -> Path
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    junit_tree(report).write(target, encoding="utf-8", xml_declaration=True)
+    buffer = io.BytesIO()
+    junit_tree(report).write(buffer, encoding="utf-8", xml_declaration=True)
+    atomic_write_bytes(target, buffer.getvalue())
     return target

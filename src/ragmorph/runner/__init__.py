@@ -15,30 +15,40 @@ from ..errors import RagmorphError, UsageError, describe
 from ..model import Case, Corpus, validate_cases
 from ..strategies import DEFAULT_SUITE, FAMILIES
 from ._engine import Result, Settings, Unit, execute
+from ._backends import EXECUTORS
+from ._backends import backend_for as _backend_for
+from ._backends import batches as _batches
 from ._replay import REPLAY_SCHEMA, ReplayOutcome, replay
 from ._report import REPORT_SCHEMA, CheckReport
 from ._executor import CallCache, Executor, Probe, observation
+from ._search import search
 from ._spec import RetrieverSpec
 from ._spec import derive_seed as _derive_seed
 from ._spec import spec_mapping as _spec_mapping
+from ._violation import MetricViolation, RetrieverViolation, Violation
 
 __all__ = [
     "REPLAY_SCHEMA",
     "REPORT_SCHEMA",
+    "EXECUTORS",
     "CallCache",
     "CheckReport",
     "Executor",
+    "MetricViolation",
     "Probe",
     "ReplayOutcome",
     "Result",
     "RetrieverSpec",
+    "RetrieverViolation",
     "Settings",
     "Unit",
+    "Violation",
     "check",
     "execute",
     "observation",
     "plan",
     "replay",
+    "search",
 ]
 
 
@@ -116,6 +126,10 @@ def _descriptions(units: Sequence[Unit]) -> dict[str, dict[str, str]]:
     return found
 
 
+def _hard_failure(results: Sequence[Result]) -> bool:
+    return any(r.status == "fail" and r.severity == "hard" for r in results)
+
+
 def check(
     retrievers: Any,
     corpus: Corpus,
@@ -131,28 +145,51 @@ def check(
     progress: Callable[[int, int, Unit], None] | None = None,
     traits: Mapping[str, Sequence[str]] | None = None,
     fail_fast: bool = False,
+    jobs: int | None = None,
+    executor: str | None = None,
+    address: str | None = None,
 ) -> CheckReport:
     """Run every retriever x case x strategy family and return the CheckReport.
 
     `retrievers` is a retriever, a factory (a callable taking the corpus), an import string, or a mapping
     name -> any of those. `traits` declares retriever properties some hard relations presume (e.g.
-    {"bm25": ["lexical"]}). `progress(done, total, unit)` is called after each unit. `fail_fast` stops after
-    the first unit with a hard violation; the report then holds the units run so far.
+    {"bm25": ["lexical"]}). `progress(done, total, unit)` is called after each unit, in plan order. `fail_fast`
+    stops after the first unit with a hard violation; the report then holds the units up to it.
+
+    `jobs` > 1 runs the units in that many local processes; `executor` is one of EXECUTORS ("serial",
+    "processes", "ray"; `address` names an existing Ray cluster). Every executor gives the report a serial
+    run gives for the same seed, fail-fast included.
     """
     cases = tuple(cases)
+    backend = _backend_for(executor, jobs=jobs, address=address)
     units = plan(
         retrievers, corpus, cases, strategies=strategies, ks=ks, max_examples=max_examples, seed=seed,
         derandomize=derandomize, replay_dir=replay_dir, timeout=timeout, traits=traits,
     )
-    cache = CallCache()
+    work = _batches(units)
+    arrived: dict[int, tuple[tuple[Result, ...], ...]] = {}
     results: list[Result] = []
-    for done, unit in enumerate(units, start=1):
-        found = execute(unit, cache)
-        results.extend(found)
-        if progress is not None:
-            progress(done, len(units), unit)
-        if fail_fast and any(r.status == "fail" and r.severity == "hard" for r in found):
-            break
+    done, folded, stopped = 0, 0, False
+    # Batches may finish in any order; they are folded in plan order, so progress, fail-fast and the rows are
+    # exactly a serial run's.
+    finished = backend.run(work, fail_fast=fail_fast)
+    try:
+        for index, outcome in finished:
+            arrived[index] = outcome
+            while folded in arrived and not stopped:
+                for unit, found in zip(work[folded], arrived.pop(folded)):
+                    results.extend(found)
+                    done += 1
+                    if progress is not None:
+                        progress(done, len(units), unit)
+                    if fail_fast and _hard_failure(found):
+                        stopped = True
+                        break
+                folded += 1
+            if stopped:
+                break
+    finally:
+        finished.close()  # stops the workers still running (fail-fast, or an error in progress())
     specs = tuple(dict.fromkeys(u.retriever for u in units)) or _spec_mapping(retrievers, traits)
     return CheckReport.from_results(
         results,

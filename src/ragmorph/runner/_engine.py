@@ -7,15 +7,11 @@ order or process and give the same results (only call-cache hits differ).
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
-from hypothesis import HealthCheck, Phase, Verbosity, given, settings
-from hypothesis import seed as hypothesis_seed
-from hypothesis.errors import Flaky
 
 from ..errors import RagmorphError
 from ..model import Case, Corpus, World
@@ -23,9 +19,11 @@ from ..relations import Observation, Relation, Severity, Verdict
 from ..strategies import FAMILIES, corpus_diff, relation_applies
 from ..strategies.contract import VALID_RESPONSE, covers
 from ._executor import CallCache, Executor, Probe, Step, run_after
+from ._search import search
 from ._spec import RetrieverSpec, start_world
+from ._violation import RetrieverViolation, observation_dict, perturbation_dict
 
-__all__ = ["Result", "Settings", "Unit", "execute", "observation_dict"]
+__all__ = ["Result", "Settings", "Unit", "execute"]
 
 # Corpus minimisation spends at most this many probes (each builds a small fresh index).
 _MINIMISE_BUDGET = 120
@@ -34,7 +32,6 @@ _MINIMISE_BUDGET = 120
 _HISTORY_BUDGET = 30
 _HISTORY_LIMIT = 400
 _HISTORY_CALLS = 600
-_TEXT_SNIPPET = 160
 
 
 @attrs.frozen
@@ -81,7 +78,7 @@ class Result:
     retriever_calls: int
     reason: str | None = None
     rate: tuple[int, int] | None = None
-    violation: dict[str, Any] | None = attrs.field(default=None, eq=False)
+    violation: RetrieverViolation | None = attrs.field(default=None, eq=False)
     base_metrics: dict[str, float | None] | None = attrs.field(default=None, eq=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -97,15 +94,14 @@ class Result:
             "retriever_calls": self.retriever_calls,
             "reason": self.reason,
             "rate": None if self.rate is None else {"held": self.rate[0], "tested": self.rate[1]},
-            "violation": self.violation,
+            "violation": None if self.violation is None else self.violation.to_dict(),
         }
 
 
-class _Violation(Exception):
-    """Raised inside the Hypothesis test so it shrinks the perturbation; carries the evidence."""
+class _Violation:
+    """A relation broken by a perturbation (before minimisation): the evidence the search found."""
 
     def __init__(self, relation: Relation, perturbation: Any, probe: Probe, verdict: Verdict, executor: Executor) -> None:
-        super().__init__(f"{relation.name}: {verdict.detail}")
         self.relation = relation
         self.perturbation = perturbation
         self.probe = probe
@@ -138,36 +134,6 @@ class _Tally:
     last_reason: str | None = None
     first_failure: _Violation | None = None
     calls_to_first_failure: int = 0
-
-
-def _metric_values(observation: Observation) -> dict[str, float | None]:
-    from ..metrics import evaluate
-
-    k = observation.world.params.k
-    names = [f"P@{k}", f"R@{k}", f"GroupR@{k}", f"nDCG@{k}", f"Unauthorized@{k}", f"Stale@{k}"]
-    try:
-        return dict(evaluate(observation.ranking, observation.world.case, names, corpus=observation.world.corpus))
-    except (RagmorphError, KeyError):
-        return {}
-
-
-def observation_dict(observation: Observation) -> dict[str, Any]:
-    """The `base`/`follow_up` block of a violation: params, ranking with text snippets, metric values."""
-    corpus = observation.world.corpus
-    ranking = []
-    for hit in observation.ranking.hits:
-        chunk = corpus.get(hit.id)
-        text = hit.text if hit.text is not None else (chunk.text if chunk is not None else None)
-        ranking.append({"id": hit.id, "score": hit.score, "text": None if text is None else text[:_TEXT_SNIPPET]})
-    block = {
-        "params": {"k": observation.world.params.k, "filters": observation.world.params.filters.to_dict()},
-        "query": observation.world.case.query,
-        "ranking": ranking,
-        "metrics": {} if observation.invalid is not None else _metric_values(observation),
-    }
-    if observation.invalid is not None:
-        block["invalid"] = observation.invalid
-    return block
 
 
 def _judge(
@@ -208,16 +174,16 @@ def _search(
         def delegate(asked: World) -> bool:
             return covers(world, asked, ks=unit.settings.ks, filters=supports_filters)
 
-    def test(perturbation: Any) -> None:
+    def test(perturbation: Any) -> _Violation | None:
         if state.get("error") is not None:
-            return
+            return None
         try:
             probe = session.run(perturbation.plan(world))
         except RagmorphError as error:
             # Exceptions, timeouts and calls the retriever cannot take (filters it does not accept) prevent a
             # verdict; invalid responses do not get here (the probe records them as observations).
             state["error"] = error
-            return
+            return None
         key = repr(perturbation)
         fresh = not shrinking["on"] and key not in seen
         if fresh:
@@ -226,7 +192,7 @@ def _search(
             for relation in relations:
                 if relation_applies(relation, perturbation) and fresh:
                     tallies[relation.name].last_reason = probe
-            return
+            return None
         verdicts = _judge(relations, perturbation, probe, delegate)
         broken = probe.invalid
         if fresh and broken is not None:
@@ -248,35 +214,23 @@ def _search(
                     shrinking["on"] = True
                     tallies[relation.name].first_failure = violation
                     tallies[relation.name].calls_to_first_failure = session.asked
-                raise violation
+                return violation
+        return None
 
-    run = given(strategy)(test)
-    # No example database is used, so skip Hypothesis's key for it: a digest of the test's source code, which
-    # it would otherwise re-read and tokenize for every unit.
-    run._hypothesis_internal_database_key = b"ragmorph-runner"  # type: ignore[attr-defined]
-    run = settings(
-        max_examples=unit.settings.max_examples,
-        database=None,
-        deadline=None,
-        derandomize=unit.settings.derandomize,
-        suppress_health_check=list(HealthCheck),
-        phases=(Phase.explicit, Phase.generate, Phase.shrink),
-        report_multiple_bugs=False,
-        print_blob=False,
-        verbosity=Verbosity.quiet,
-    )(run)
-    if not unit.settings.derandomize:
-        run = hypothesis_seed(unit.seed)(run)
-    try:
-        run()
-    except _Violation as violation:
-        return violation
-    except Flaky:
+    def flaky() -> _Violation | None:
         # The retriever answered differently when Hypothesis replayed an example (state or randomness);
         # the first failure observed is still a real observation.
         first = [t.first_failure for t in tallies.values() if t.first_failure is not None]
         return first[-1] if first else None
-    return None
+
+    return search(
+        strategy,
+        test,
+        max_examples=unit.settings.max_examples,
+        derandomize=unit.settings.derandomize,
+        seed=unit.seed,
+        on_flaky=flaky,
+    )
 
 
 def _same_breach(relation: Relation, first: Probe, probe: Probe) -> bool:
@@ -471,14 +425,10 @@ def _minimise_with(
     return spent(world=final_world, probe=final_probe, one_minimal=one_minimal, reason=reason, steps=steps, sources=violation.sources)
 
 
-def _safe_name(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)[:60]
-
-
 def _violation_record(
     unit: Unit, violation: _Violation, minimised: _Minimised, calls_first: int, calls_shrinking: int
-) -> dict[str, Any]:
-    from ._replay import write_replay
+) -> RetrieverViolation:
+    from ._replay import replay_path, write_replay
 
     world, probe = minimised.world, minimised.probe
     verdict = violation.relation.check(probe.base, probe.follow)
@@ -487,45 +437,40 @@ def _violation_record(
     if minimised.reason:
         # Renderers show the detail: say there why the corpus is (or how it was) minimised.
         detail = f"{detail} [minimal corpus: {minimised.reason}]"
-    injected, removed = corpus_diff(probe.base.world.corpus, probe.follow.world.corpus)
-    record: dict[str, Any] = {
-        "relation": violation.relation.name,
-        "case": unit.case.id,
-        "query": unit.case.query,
-        "perturbation": {"type": type(perturbation).__name__, "repr": repr(perturbation), "fields": perturbation.to_dict()["fields"]},
-        "detail": detail,
-        "base": observation_dict(probe.base),
-        "follow_up": observation_dict(probe.follow),
-        "minimal_corpus": [c.to_dict() for c in world.corpus],
-        # What renderers mark in the ranking diff: gold evidence, and the ids the perturbation added or removed.
-        "evidence": [list(group) for group in unit.case.evidence],
-        "injected": sorted(injected),
-        "removed": sorted(removed),
-        "one_minimal": minimised.one_minimal,
-        "minimal_reason": minimised.reason,
-        "calls_to_first_failure": calls_first,
-        "calls_shrinking": calls_shrinking,
-        "replay": None,
-    }
+    replay = None
     if unit.settings.replay_dir is not None:
-        folder = Path(unit.settings.replay_dir)
-        parts = (unit.retriever.name, unit.case.id, violation.relation.name)
-        if violation.relation.family != unit.strategy:
-            parts = (*parts, unit.strategy)  # a contract breach found by another family's unit
-        name = "-".join(_safe_name(p) for p in parts) + ".json"
-        record["replay"] = str(
+        path = replay_path(Path(unit.settings.replay_dir), unit, violation.relation)
+        replay = str(
             write_replay(
-                folder / name,
+                path,
                 unit=unit,
                 world=world,
                 perturbation=perturbation,
                 relation=violation.relation,
-                detail=record["detail"],
+                detail=detail,
                 steps=minimised.steps,
                 sources=minimised.sources,
             )
         )
-    return record
+    injected, removed = corpus_diff(probe.base.world.corpus, probe.follow.world.corpus)
+    return RetrieverViolation(
+        relation=violation.relation.name,
+        case=unit.case.id,
+        query=unit.case.query,
+        perturbation=perturbation_dict(perturbation),
+        detail=detail,
+        calls_to_first_failure=calls_first,
+        calls_shrinking=calls_shrinking,
+        base=observation_dict(probe.base),
+        follow_up=observation_dict(probe.follow),
+        minimal_corpus=tuple(c.to_dict() for c in world.corpus),
+        evidence=tuple(tuple(group) for group in unit.case.evidence),
+        injected=tuple(sorted(injected)),
+        removed=tuple(sorted(removed)),
+        one_minimal=minimised.one_minimal,
+        minimal_reason=minimised.reason,
+        replay=replay,
+    )
 
 
 def _base_metrics(session: Executor, unit: Unit, world: World) -> dict[str, float | None] | None:
@@ -536,7 +481,7 @@ def _base_metrics(session: Executor, unit: Unit, world: World) -> dict[str, floa
     except RagmorphError:
         return None
     # Keep the QueryScores object (not a plain dict): its numerators/denominators feed the micro averages and counts.
-    return evaluate(ranking, unit.case, standard_metrics(unit.settings.ks), corpus=unit.corpus)
+    return evaluate(ranking, unit.case, standard_metrics(unit.settings.ks, claims=bool(unit.case.claims)), corpus=unit.corpus)
 
 
 def execute(unit: Unit, cache: CallCache | None = None) -> tuple[Result, ...]:
@@ -593,7 +538,7 @@ def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, ro
     targets = {r.name for r in active if r.severity is Severity.HARD}
     seen: set[str] = set()
     state: dict[str, Any] = {"error": None}
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, RetrieverViolation] = {}
     while targets and state["error"] is None:
         violation = _search(session, world, strategy, active, targets, tallies, seen, unit, state)
         if violation is None or state["error"] is not None:
@@ -628,7 +573,7 @@ def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, ro
         )
         rate = (tally.held, tally.tested) if tally.tested else None
         if relation.name in found:
-            results.append(Result(status="fail", reason=found[relation.name]["detail"], rate=rate, violation=found[relation.name], **common))
+            results.append(Result(status="fail", reason=found[relation.name].detail, rate=rate, violation=found[relation.name], **common))
         elif state["error"] is not None:
             results.append(Result(status="error", reason=str(state["error"]), rate=rate, **common))
         elif missing[relation.name]:

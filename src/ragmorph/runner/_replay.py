@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 import attrs
 
 from ..adapters import Configured, load_retriever, locate_retriever
-from ..errors import InputError, RagmorphError, UsageError
+from ..errors import ExitCode, InputError, RagmorphError, UsageError
 from ..model import Case, Chunk, Corpus, Filters, Params, World
 from ..relations import Relation
 from ..strategies import perturbation_from_dict, relation
@@ -18,7 +19,7 @@ from ..strategies.contract import VALID_RESPONSE
 from ._executor import CallCache, Executor, Step, run_after
 from ._spec import RetrieverSpec
 
-__all__ = ["REPLAY_SCHEMA", "ReplayOutcome", "replay", "write_replay"]
+__all__ = ["REPLAY_SCHEMA", "ReplayOutcome", "replay", "replay_path", "write_replay"]
 
 REPLAY_SCHEMA = "ragmorph.replay/1"
 
@@ -39,6 +40,18 @@ def _world_from(data: dict[str, Any], path: Path) -> World:
     except (KeyError, TypeError) as error:
         raise InputError(f"expected a world with corpus, case and params, got {error!r}", file=str(path)) from error
     return World(corpus, case, params)
+
+
+def _safe_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)[:60]
+
+
+def replay_path(folder: Path, unit: Any, relation: Relation) -> Path:
+    """Where the replay file of a violation of `relation` found in `unit` goes inside `folder`."""
+    parts = (unit.retriever.name, unit.case.id, relation.name)
+    if relation.family != unit.strategy:
+        parts = (*parts, unit.strategy)  # a contract breach found by another family's unit
+    return folder / ("-".join(_safe_name(p) for p in parts) + ".json")
 
 
 def write_replay(
@@ -95,8 +108,8 @@ class ReplayOutcome:
     def exit_code(self) -> int:
         """CLI exit code of `ragmorph replay`: 1 while the violation reproduces, 3 on a retriever error, else 0."""
         if self.error is not None:
-            return 3
-        return 1 if self.reproduced else 0
+            return int(ExitCode.ERRORS)
+        return int(ExitCode.VIOLATIONS if self.reproduced else ExitCode.OK)
 
 
 def _saved_retriever(stored: dict[str, Any], path: Path) -> Any:

@@ -8,17 +8,16 @@ from typing import Any
 
 import attrs
 
-from ..errors import RagmorphError
+from ..errors import ExitCode, RagmorphError
 from ..model import Case, Corpus
 from ..strategies import CATALOG
 from ..strategies.traits import Suggestion, suggest_traits
 from ._engine import Result, Settings
 from ._spec import RetrieverSpec
 
-__all__ = ["REPORT_SCHEMA", "CheckReport", "EXIT_ERRORS", "EXIT_OK", "EXIT_VIOLATIONS"]
+__all__ = ["REPORT_SCHEMA", "CheckReport"]
 
 REPORT_SCHEMA = "ragmorph.report/1"
-EXIT_OK, EXIT_VIOLATIONS, EXIT_ERRORS = 0, 1, 3
 
 
 def _cases_fingerprint(cases: Sequence[Case]) -> str:
@@ -115,10 +114,10 @@ class CheckReport:
     def exit_code(self) -> int:
         """0 when every hard relation holds, 1 on any hard violation, 3 when retriever errors prevented a verdict."""
         if any(r.status == "fail" and r.severity == "hard" for r in self.results):
-            return EXIT_VIOLATIONS
+            return int(ExitCode.VIOLATIONS)
         if any(r.status == "error" for r in self.results):
-            return EXIT_ERRORS
-        return EXIT_OK
+            return int(ExitCode.ERRORS)
+        return int(ExitCode.OK)
 
     @property
     def violations(self) -> tuple[Result, ...]:

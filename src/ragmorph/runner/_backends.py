@@ -1,0 +1,350 @@
+"""Backends: where a run's units execute (this process, N local processes, a Ray cluster), one report either way.
+
+`check(executor=...)` / `ragmorph run --executor` name a backend from EXECUTORS. (The call executor that runs one
+perturbation's plan inside a unit is `_executor.Executor`; a backend only decides where whole units run.)
+
+A run is cut into *batches*: the units of one retriever x case, in plan order, sharing one call cache. A batch is
+the unit of distribution because its units share base calls through that cache; running every batch with a
+fresh cache in any process therefore gives the very results a serial run gives (same seed, same calls, same
+`retriever_calls`), and the report folded from them is identical apart from its `created` time.
+
+Retrievers travel as their spec: an import string is resolved in the worker (the worker builds its own index or
+client), an object or factory is pickled. Modules a fresh interpreter cannot import by name (an adapter file
+loaded by path) are loaded from their file in each local worker, and pickled by value for Ray.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import os
+import pickle
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Protocol
+
+import attrs
+
+from ..errors import UsageError, describe
+from ._determinism import without_local_constants
+from ._engine import Result, Unit, execute
+from ._executor import CallCache
+
+__all__ = ["EXECUTORS", "Backend", "Batch", "ProcessBackend", "RayBackend", "SerialBackend", "backend_for", "batches", "file_modules", "load_file_modules", "rebuild", "run_batch"]
+
+Batch = tuple[Unit, ...]
+# What an executor yields per finished batch: its index in the run and each unit's results, in batch order.
+Finished = tuple[int, tuple[tuple[Result, ...], ...]]
+
+EXECUTORS = ("serial", "processes", "ray")
+
+
+def batches(units: Sequence[Unit]) -> tuple[Batch, ...]:
+    """Consecutive units of the same retriever x case, in plan order (the groups that share a call cache)."""
+    grouped: list[list[Unit]] = []
+    for unit in units:
+        if grouped and (grouped[-1][0].retriever.name, grouped[-1][0].case.id) == (unit.retriever.name, unit.case.id):
+            grouped[-1].append(unit)
+        else:
+            grouped.append([unit])
+    return tuple(tuple(group) for group in grouped)
+
+
+def run_batch(batch: Batch, fail_fast: bool = False) -> tuple[tuple[Result, ...], ...]:
+    """Execute the units of one batch in order over one fresh call cache (what every backend does per batch).
+
+    With `fail_fast` the batch stops after the first unit with a hard violation, as a serial run stops there.
+    """
+    cache = CallCache()
+    done: list[tuple[Result, ...]] = []
+    with without_local_constants():
+        for unit in batch:
+            done.append(execute(unit, cache))
+            if fail_fast and any(r.status == "fail" and r.severity == "hard" for r in done[-1]):
+                break
+    return tuple(done)
+
+
+class Backend(Protocol):
+    """Runs batches somewhere and yields `(index, results)` as each finishes, in any order."""
+
+    name: str
+
+    def run(self, work: Sequence[Batch], fail_fast: bool = False) -> Iterator[Finished]:
+        """Execute every batch of `work` (`fail_fast`: see run_batch); yields each batch's index and results."""
+        ...
+
+
+class SerialBackend:
+    """Every batch in this process, one after the other."""
+
+    name = "serial"
+
+    def run(self, work: Sequence[Batch], fail_fast: bool = False) -> Iterator[Finished]:
+        """Execute the batches in order, here."""
+        for index, batch in enumerate(work):
+            yield index, run_batch(batch, fail_fast)
+
+
+# --------------------------------------------------------------------------------------- shipping units
+
+# A unit travels without its corpus (the same for every unit of a run, and the one large field): the corpus is
+# sent once per worker and each unit is rebuilt around it there.
+_UNIT_FIELDS = tuple(f.name for f in attrs.fields(Unit) if f.name != "corpus")
+
+
+def _strip(unit: Unit, corpora: dict[int, int]) -> tuple[int, dict[str, Any]]:
+    return corpora[id(unit.corpus)], {name: getattr(unit, name) for name in _UNIT_FIELDS}
+
+
+def _corpora(work: Sequence[Batch]) -> tuple[tuple[Any, ...], dict[int, int]]:
+    distinct: dict[int, Any] = {}
+    for batch in work:
+        for unit in batch:
+            distinct.setdefault(id(unit.corpus), unit.corpus)
+    return tuple(distinct.values()), {key: n for n, key in enumerate(distinct)}
+
+
+def rebuild(corpora: Sequence[Any], shipped: Sequence[tuple[int, dict[str, Any]]]) -> Batch:
+    return tuple(Unit(corpus=corpora[n], **fields) for n, fields in shipped)
+
+
+def _targets(work: Sequence[Batch]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for batch in work:
+        for unit in batch:
+            found.setdefault(unit.retriever.name, unit.retriever.target)
+    return found
+
+
+def _module_of(target: Any) -> str | None:
+    # Functions, classes and instances all name their defining module (an instance through its class).
+    return getattr(target, "__module__", None) or type(target).__module__
+
+
+def file_modules(targets: Sequence[Any]) -> tuple[tuple[str, str], ...]:
+    """(name, file) of the modules `targets` come from that a fresh interpreter cannot import by name.
+
+    An adapter file loaded by path (`ragmorph run --retriever adapter.py:factory`) is such a module; `__main__` is
+    not listed (multiprocessing re-imports the main script itself).
+    """
+    found: dict[str, str] = {}
+    for target in targets:
+        if isinstance(target, str):
+            continue
+        name = _module_of(target)
+        module = sys.modules.get(name or "")
+        spec = getattr(module, "__spec__", None)
+        origin = getattr(spec, "origin", None)
+        if name in (None, "__main__", "__mp_main__") or module is None or not origin or not os.path.isfile(origin):
+            continue
+        if importlib.machinery.PathFinder.find_spec(name.partition(".")[0], sys.path) is None:
+            found[name] = origin
+    return tuple(found.items())
+
+
+def load_file_modules(modules: Sequence[tuple[str, str]]) -> None:
+    """Load each (name, file) module into sys.modules unless it is there (a worker's first step)."""
+    for name, path in modules:
+        if name in sys.modules:
+            continue
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise UsageError(f"expected an importable Python file for retriever module {name!r}, got {path!r}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+
+
+def _unpicklable(name: str, target: Any, error: BaseException, where: str) -> UsageError:
+    return UsageError(
+        f"expected retriever {name!r} to be sendable to {where}, got {describe(target)} that cannot be pickled "
+        f"({type(error).__name__}: {error}); give it as an import string 'package.module:attr' (built in each worker) "
+        "or a module-level class or function, or run without --jobs/--executor"
+    )
+
+
+def _check_picklable(work: Sequence[Batch], where: str, dumps: Callable[[Any], bytes] = pickle.dumps) -> None:
+    """Raise a UsageError naming the retriever whose object or factory cannot travel to the workers."""
+    for name, target in _targets(work).items():
+        if isinstance(target, str):
+            continue
+        try:
+            dumps(target)
+        except Exception as error:
+            raise _unpicklable(name, target, error, where) from error
+
+
+# ------------------------------------------------------------------------------------------- processes
+
+
+def _main_script_targets(work: Sequence[Batch]) -> list[str]:
+    return [name for name, target in _targets(work).items() if not isinstance(target, str) and _module_of(target) == "__main__"]
+
+
+class ProcessBackend:
+    """Batches in `jobs` local worker processes, each a fresh interpreter that builds its retrievers from their spec.
+
+    Workers are plain `python -m ragmorph.runner._worker` processes fed pickles over a pipe, not a
+    multiprocessing pool: nothing of the caller's main script runs in them (no `if __name__ == "__main__"` guard
+    needed) and they share no sockets or threads with the caller (HTTP clients, torch thread pools).
+    """
+
+    name = "processes"
+
+    def __init__(self, jobs: int) -> None:
+        self.jobs = jobs
+
+    def run(self, work: Sequence[Batch], fail_fast: bool = False) -> Iterator[Finished]:
+        """Execute the batches in worker processes; yields each as it finishes."""
+        from ._worker import WorkerPool
+
+        if not work:
+            return
+        in_main = _main_script_targets(work)
+        if in_main:
+            raise UsageError(
+                f"expected retrievers that worker processes can import, got {', '.join(map(repr, in_main))} defined in the "
+                "main script (__main__), which workers do not run; move it into a module and pass 'module:attr', or run "
+                "without jobs"
+            )
+        _check_picklable(work, "worker processes")
+        corpora, index = _corpora(work)
+        modules = file_modules(list(_targets(work).values()))
+        with WorkerPool(min(self.jobs, len(work)), corpora=corpora, modules=modules) as pool:
+            yield from pool.run([tuple(_strip(u, index) for u in batch) for batch in work], fail_fast)
+
+
+# ------------------------------------------------------------------------------------------------- Ray
+
+
+class _RayWorker:
+    """A Ray actor holding the run's corpora; executes one shipped batch per call."""
+
+    def __init__(self, corpora: Any) -> None:
+        self.corpora = corpora
+
+    def run(self, shipped: tuple[tuple[int, dict[str, Any]], ...], fail_fast: bool) -> tuple[tuple[Result, ...], ...]:
+        """Rebuild the batch around the corpora and execute it."""
+        return run_batch(rebuild(self.corpora, shipped), fail_fast)
+
+
+def _check_reachable(address: str) -> None:
+    """Fail fast on a `host:port` address nothing listens on (Ray itself retries for minutes)."""
+    import socket
+
+    host, colon, port = address.rpartition(":")
+    if "://" in address or not colon or not port.isdigit():
+        return  # ray://, auto and other forms are Ray's to interpret
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as error:
+        raise UsageError(
+            f"expected a Ray cluster at --address {address!r} (the head's GCS port, e.g. 127.0.0.1:6379), got no answer: {error}"
+        ) from error
+
+
+class RayBackend:
+    """Batches on a Ray cluster: `address` of an existing one, else a local one started (and stopped) here.
+
+    One actor per worker slot (`jobs`, default the cluster's CPUs) holds the corpora, put in the object store
+    once; batches go to whichever actor is free.
+    """
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None, jobs: int | None = None) -> None:
+        self.address = address
+        self.jobs = jobs
+
+    def _connect(self, ray: Any) -> bool:
+        """Connect to the cluster; True when this backend started Ray (and so shuts it down)."""
+        if ray.is_initialized():
+            return False  # the caller's own ray.init (its address, runtime_env, resources) is used as it is
+        if self.address is not None:
+            _check_reachable(self.address)
+        try:
+            if self.address is None:
+                # A private local cluster whose workers import what the caller imports (the caller's sys.path), as
+                # local worker processes do.
+                ray.init(
+                    num_cpus=self.jobs,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}},
+                )
+            else:
+                ray.init(address=self.address, log_to_driver=False)
+        except Exception as error:
+            where = f"the Ray cluster at {self.address!r}" if self.address else "a local Ray cluster"
+            raise UsageError(f"expected to connect to {where}, got {type(error).__name__}: {error}") from error
+        return True
+
+    def run(self, work: Sequence[Batch], fail_fast: bool = False) -> Iterator[Finished]:
+        """Execute the batches on Ray actors; yields each as it finishes."""
+        if self.address is None and "ray" not in sys.modules:
+            # A private local cluster need not listen beyond this machine: Ray's single-machine mode binds its
+            # servers to 127.0.0.1 (read when Ray is imported; an explicit setting of the caller's wins).
+            os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+        try:
+            import ray
+            from ray import cloudpickle
+        except ImportError as error:
+            raise UsageError("expected Ray for --executor ray, got no module 'ray'; pip install 'ragmorph[ray]'") from error
+        if not work:
+            return
+        targets = _targets(work)
+        for name, _ in file_modules(list(targets.values())):
+            # Workers on other machines have no copy of an adapter file: its code travels inside the pickle.
+            cloudpickle.register_pickle_by_value(sys.modules[name])
+        _check_picklable(work, "Ray workers", cloudpickle.dumps)
+        started = self._connect(ray)
+        workers: list[Any] = []
+        try:
+            corpora, index = _corpora(work)
+            slots = self.jobs or max(1, int(ray.cluster_resources().get("CPU", 1)))
+            actor = ray.remote(num_cpus=1)(_RayWorker)
+            stored = ray.put(corpora)
+            workers = [actor.remote(stored) for _ in range(min(slots, len(work)))]
+            todo = list(enumerate(work))
+            todo.reverse()  # popped from the end: plan order
+            running: dict[Any, tuple[int, Any]] = {}
+
+            def submit(worker: Any) -> None:
+                n, batch = todo.pop()
+                running[worker.run.remote(tuple(_strip(u, index) for u in batch), fail_fast)] = (n, worker)
+
+            for worker in workers:
+                if todo:
+                    submit(worker)
+            while running:
+                ready, _ = ray.wait(list(running), num_returns=1)
+                n, worker = running.pop(ready[0])
+                results = ray.get(ready[0])
+                if todo:
+                    submit(worker)
+                yield n, results
+        finally:
+            for worker in workers:
+                ray.kill(worker)
+            if started:
+                ray.shutdown()
+
+
+def backend_for(executor: str | None, *, jobs: int | None = None, address: str | None = None) -> Backend:
+    """The executor named `executor` ("serial", "processes", "ray"); None picks serial, or processes when jobs > 1."""
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs <= 0):
+        raise UsageError(f"expected jobs to be a positive integer, got jobs={describe(jobs)}")
+    if executor is None:
+        executor = "processes" if jobs is not None and jobs > 1 else "serial"
+    if executor not in EXECUTORS:
+        raise UsageError(f"expected executor to be one of {', '.join(EXECUTORS)}, got executor={describe(executor)}")
+    if address is not None and executor != "ray":
+        raise UsageError(f"expected address only with executor 'ray', got executor={executor!r}")
+    if executor == "serial":
+        if jobs is not None and jobs > 1:
+            raise UsageError(f"expected jobs=1 with executor 'serial', got jobs={jobs}; use executor 'processes'")
+        return SerialBackend()
+    if executor == "processes":
+        return ProcessBackend(jobs or os.cpu_count() or 1)
+    return RayBackend(address=address, jobs=jobs)

@@ -1,0 +1,73 @@
+"""The one search driver: Hypothesis draws examples, a test judges each, the first failure is shrunk.
+
+Both the retriever runner and the evaluator mode search through `search()`; shrinking belongs to Hypothesis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis import strategies as st
+from hypothesis.errors import Flaky
+
+__all__ = ["search"]
+
+Found = TypeVar("Found")
+
+
+class _Failed(Exception):
+    """Raised inside the Hypothesis test so that it shrinks the example; carries what the test found."""
+
+    def __init__(self, found: Any) -> None:
+        super().__init__(repr(found)[:200])
+        self.found = found
+
+
+def search(
+    strategy: st.SearchStrategy[Any],
+    test: Callable[[Any], Found | None],
+    *,
+    max_examples: int,
+    derandomize: bool,
+    seed: int,
+    on_flaky: Callable[[], Found | None],
+) -> Found | None:
+    """Draw up to `max_examples` values of `strategy` and call `test` on each; None when every call returned None.
+
+    A value for which `test` returns something is a failure: Hypothesis shrinks it and the failure of the
+    shrunk example is returned. When a failure does not repeat on Hypothesis's replay (state or randomness in
+    what is tested), `on_flaky()` supplies the failure that was observed (or None).
+    """
+
+    def run_one(value: Any) -> None:
+        found = test(value)
+        if found is not None:
+            raise _Failed(found)
+
+    run = given(strategy)(run_one)
+    # No example database is used, so skip Hypothesis's key for it: a digest of the test's source code, which
+    # it would otherwise re-read and tokenize for every search.
+    run._hypothesis_internal_database_key = b"ragmorph-runner"  # type: ignore[attr-defined]
+    run = settings(
+        max_examples=max_examples,
+        database=None,
+        deadline=None,
+        derandomize=derandomize,
+        suppress_health_check=list(HealthCheck),
+        phases=(Phase.explicit, Phase.generate, Phase.shrink),
+        report_multiple_bugs=False,
+        print_blob=False,
+        verbosity=Verbosity.quiet,
+    )(run)
+    if not derandomize:
+        run = hypothesis_seed(seed)(run)
+    try:
+        run()
+    except _Failed as failed:
+        return failed.found  # type: ignore[no-any-return]
+    except Flaky:
+        return on_flaky()
+    return None

@@ -1,0 +1,160 @@
+"""Local worker processes for the processes backend: a pool in the caller and the loop each worker runs.
+
+A worker is `python -m ragmorph.runner._worker`, talking pickles over its stdin/stdout. The first message
+carries the caller's sys.path, the adapter files to load and the run's corpora; each later one a batch of
+units (without their corpus), answered with the batch's results. Every message travels as an outer pickle of
+plain values wrapping an inner pickle, so a payload that fails to unpickle is reported without losing the
+stream. Whatever the retriever prints goes to stderr: stdout carries only replies.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import queue
+import subprocess
+import sys
+import threading
+import traceback
+from collections.abc import Iterator, Sequence
+from typing import Any, BinaryIO, cast
+
+from ..errors import RagmorphError, RetrieverFailed
+
+__all__ = ["WorkerPool", "main"]
+
+_PROTOCOL = pickle.HIGHEST_PROTOCOL
+
+
+def _send(stream: BinaryIO, message: Any) -> None:
+    pickle.dump(message, stream, protocol=_PROTOCOL)
+    stream.flush()
+
+
+def _portable(error: BaseException) -> bytes:
+    """The error pickled so the caller can raise it; a RuntimeError with the traceback when it does not pickle."""
+    text = "".join(traceback.format_exception(error))
+    try:
+        blob = pickle.dumps(error, protocol=_PROTOCOL)
+        pickle.loads(blob)
+    except Exception:
+        blob = pickle.dumps(RuntimeError(f"{type(error).__name__}: {error}"), protocol=_PROTOCOL)
+    return pickle.dumps((blob, text), protocol=_PROTOCOL)
+
+
+def _raise_from_worker(payload: bytes) -> None:
+    blob, text = pickle.loads(payload)
+    error = pickle.loads(blob)
+    if not isinstance(error, RagmorphError):
+        error.add_note(f"in a ragmorph worker process:\n{text}")
+    raise error
+
+
+def main() -> None:
+    """A worker's loop: set up from the first message, then answer batches until told to stop."""
+    replies = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # a print() in the user's retriever goes to stderr, never into the reply stream
+    requests = sys.stdin.buffer
+    sys_path, modules, corpora_blob = pickle.load(requests)
+    # The caller's import path first, so its modules (and its copy of ragmorph) are the ones found here.
+    sys.path[:] = [*sys_path, *(p for p in sys.path if p not in sys_path)]
+    try:
+        from ._backends import load_file_modules, rebuild, run_batch
+
+        load_file_modules(modules)
+        corpora = pickle.loads(corpora_blob)
+    except BaseException as error:
+        _send(replies, (None, False, _portable(error)))
+        return
+    _send(replies, (None, True, b""))
+    while True:
+        message = pickle.load(requests)
+        if message is None:
+            return
+        number, payload, fail_fast = message
+        try:
+            results = run_batch(rebuild(corpora, pickle.loads(payload)), fail_fast)
+            _send(replies, (number, True, pickle.dumps(results, protocol=_PROTOCOL)))
+        except BaseException as error:
+            _send(replies, (number, False, _portable(error)))
+
+
+class WorkerPool:
+    """`size` worker processes fed batches by one thread each; `run` yields (index, results) as they finish."""
+
+    def __init__(self, size: int, *, corpora: Any, modules: Sequence[tuple[str, str]]) -> None:
+        self.size = size
+        self._setup = pickle.dumps(
+            ([p for p in sys.path if p], tuple(modules), pickle.dumps(corpora, protocol=_PROTOCOL)), protocol=_PROTOCOL
+        )
+        self._processes: list[subprocess.Popen[bytes]] = []
+
+    def __enter__(self) -> WorkerPool:
+        for _ in range(self.size):
+            self._processes.append(
+                subprocess.Popen([sys.executable, "-m", "ragmorph.runner._worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            )
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for process in self._processes:
+            try:
+                if process.stdin is not None and not process.stdin.closed:
+                    if exc[0] is None:
+                        _send(process.stdin, None)
+                    process.stdin.close()
+            except OSError:
+                pass  # the worker is gone already
+        for process in self._processes:
+            try:
+                process.wait(timeout=10 if exc[0] is None else 0.5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+    def _serve(self, process: subprocess.Popen[bytes], todo: queue.Queue, done: queue.Queue, fail_fast: bool) -> None:
+        """One worker's feeder: wait for its ready message, then hand it batches until none are left."""
+        label = "setting up"
+        requests, replies = cast(BinaryIO, process.stdin), cast(BinaryIO, process.stdout)
+        try:
+            # Written here, not at start: every worker starts its interpreter while the others are fed.
+            requests.write(self._setup)
+            requests.flush()
+            ready = pickle.load(replies)
+            if not ready[1]:
+                done.put((None, False, ready[2]))
+                return
+            while True:
+                try:
+                    number, payload, label = todo.get_nowait()
+                except queue.Empty:
+                    return
+                _send(requests, (number, payload, fail_fast))
+                done.put(pickle.load(replies))
+        except (EOFError, OSError, ValueError, pickle.UnpicklingError):  # ValueError: the pool closed the pipe
+            try:
+                code: int | None = process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                code = None
+            error = RetrieverFailed(f"a ragmorph worker process (pid {process.pid}) exited with code {code} while {label}")
+            done.put((None, False, _portable(error)))
+
+    def run(self, batches: Sequence[Any], fail_fast: bool = False) -> Iterator[tuple[int, Any]]:
+        """Run the shipped batches on the workers; yields (index, results) in the order they finish."""
+        todo: queue.Queue = queue.Queue()
+        for number, shipped in enumerate(batches):
+            first = shipped[0][1]
+            label = f"running retriever {first['retriever'].name!r} on case {first['case'].id!r}"
+            todo.put((number, pickle.dumps(shipped, protocol=_PROTOCOL), label))
+        done: queue.Queue = queue.Queue()
+        for process in self._processes:
+            threading.Thread(target=self._serve, args=(process, todo, done, fail_fast), daemon=True).start()
+        for _ in range(len(batches)):
+            number, ok, payload = done.get()
+            if not ok:
+                _raise_from_worker(payload)
+            yield number, pickle.loads(payload)
+
+
+if __name__ == "__main__":
+    main()

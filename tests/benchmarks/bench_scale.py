@@ -1,0 +1,211 @@
+"""The default suite at scale: built-in worlds of 1k, 10k and 100k chunks, serially, on local processes and on Ray.
+
+Retrievers: the built-in BM25 and dense (hashing embedder) retrievers, and BM25 behind a 50 ms sleep per call (a
+stand-in for a service's latency: the sleep is the point). Every row runs in a fresh Python process of its own,
+so peak memory is that row's alone. Printed side by side:
+
+- wall: seconds for `check()` (the world is generated before the clock starts);
+- retriever: seconds inside the retriever (index builds, calls, deltas), summed over every process that ran one;
+- runner share: 1 - retriever / (wall x slots), i.e. the part of the slots' time not spent in the retriever
+  (the runner's own work, plus idle slots when there are fewer batches than slots); goal < 10% at 100k chunks;
+- vs ideal: for the 50 ms retriever, wall / (retriever time / slots), the retriever's own time spread perfectly
+  over the slots; goal <= 1.5;
+- peak MB: the largest resident set of the calling process and of any worker, and per 1,000 chunks.
+
+    python tests/benchmarks/bench_scale.py            # 1k, 10k, 100k chunks (tens of minutes on 2 cores)
+    python tests/benchmarks/bench_scale.py --quick    # 1k and 10k chunks, one case, small budget (a few minutes)
+
+Options: --sizes 1000,10000 --cases N --max-examples N --modes serial,jobs,ray --slots N --sleepy-cases N.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import functools
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from ragmorph.adapters import BM25Retriever, DenseRetriever
+
+_SLEEP = 0.05
+_SPENT = {"retriever": 0.0, "calls": 0, "builds": 0}
+_FLUSHED = {"at": 0.0}
+_SPENT_DIR = "RAGMORPH_BENCH_SPENT_DIR"
+
+
+def _flush(force: bool = False) -> None:
+    """Write this process's totals to its own file (throttled), so the caller can sum them over workers."""
+    folder = os.environ.get(_SPENT_DIR)
+    now = time.perf_counter()
+    if folder is None or (not force and now - _FLUSHED["at"] < 0.1):
+        return
+    _FLUSHED["at"] = now
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    Path(folder, f"{os.getpid()}.json").write_text(json.dumps({**_SPENT, "maxrss_kb": peak}), encoding="utf-8")
+
+
+if __name__ != "__main__":
+    atexit.register(_flush, True)
+
+
+def _timed(base: type, name: str, sleep: float = 0.0) -> type:
+    """A subclass of `base` whose construction, calls and deltas count as retriever time (plus `sleep` per call)."""
+
+    def clocked(method_name: str) -> Any:
+        inner = getattr(base, method_name)
+
+        @functools.wraps(inner)  # keeps the signature the factory detection reads
+        def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                if method_name == "retrieve" and sleep:
+                    time.sleep(sleep)
+                return inner(self, *args, **kwargs)
+            finally:
+                _SPENT["retriever"] += time.perf_counter() - start
+                if method_name == "retrieve":
+                    _SPENT["calls"] += 1
+                elif method_name == "__init__":
+                    _SPENT["builds"] += 1
+                _flush()
+
+        return method
+
+    names = ("__init__", "retrieve", "add", "remove", "update", "checkpoint", "rollback")
+    namespace = {n: clocked(n) for n in names if hasattr(base, n)}
+    namespace["__module__"] = __name__
+    namespace["__qualname__"] = name
+    return type(name, (base,), namespace)
+
+
+TimedBM25 = _timed(BM25Retriever, "TimedBM25")
+TimedDense = _timed(DenseRetriever, "TimedDense")
+SleepyBM25 = _timed(BM25Retriever, "SleepyBM25", sleep=_SLEEP)
+
+RETRIEVERS = {"bm25": "TimedBM25", "dense": "TimedDense", "bm25+50ms": "SleepyBM25"}
+
+
+def run_one(row: dict[str, Any]) -> dict[str, Any]:
+    """One measurement, in this (fresh) process: generate the world, run check(), collect every process's totals."""
+    from ragmorph.runner import check
+    from ragmorph.worlds import generate
+
+    started = time.perf_counter()
+    world = generate(1, chunks=row["size"], cases=row["cases"])
+    _ = world.corpus.fingerprint
+    generated = time.perf_counter() - started
+    folder = tempfile.mkdtemp(prefix="rm-bench-")
+    os.environ[_SPENT_DIR] = folder
+    mode, slots = row["mode"], row["slots"]
+    options: dict[str, Any] = {}
+    if mode == "jobs":
+        options = {"jobs": slots}
+    elif mode == "ray":
+        options = {"executor": "ray", "jobs": slots}
+    name = row["retriever"]
+    start = time.perf_counter()
+    # By import string, so workers build it from its spec; the script runs as `bench_scale` (see the bottom).
+    report = check({name: f"bench_scale:{RETRIEVERS[name]}"}, world.corpus, world.cases, max_examples=row["max_examples"], seed=0, **options)
+    wall = time.perf_counter() - start
+    _flush(True)
+    time.sleep(0.3)  # workers flush at exit
+    totals = {"inside": 0.0, "calls": 0, "builds": 0, "worker_kb": 0}
+    for path in Path(folder).glob("*.json"):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        totals["inside"] += data["retriever"]
+        totals["calls"] += data["calls"]
+        totals["builds"] += data["builds"]
+        if int(path.stem) != os.getpid():
+            totals["worker_kb"] = max(totals["worker_kb"], data["maxrss_kb"])
+    return {
+        **row,
+        "wall": wall,
+        "generated": generated,
+        "results": len(report.results),
+        "exit_code": report.exit_code,
+        "reported_calls": sum({(r.case, r.strategy): r.retriever_calls for r in report.results}.values()),
+        "caller_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        **totals,
+    }
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    head = (
+        f"{'chunks':>7} {'retriever':>10} {'mode':>9} {'wall s':>8} {'retr. s':>8} {'runner':>7} {'vs ideal':>8} "
+        f"{'calls':>7} {'calls/case':>10} {'caller MB':>9} {'worker MB':>9} {'MB/1k ch.':>9}"
+    )
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        slots = 1 if r["mode"] == "serial" else r["slots"]
+        share = 1 - r["inside"] / (r["wall"] * slots) if r["wall"] else 0.0
+        ideal = r["inside"] / slots if r["retriever"] == "bm25+50ms" else None
+        versus = f"{r['wall'] / ideal:8.2f}" if ideal else f"{'':>8}"
+        peak = max(r["caller_kb"], r["worker_kb"]) / 1024
+        mode = r["mode"] if r["mode"] == "serial" else f"{r['mode']}x{slots}"
+        lines.append(
+            f"{r['size']:>7} {r['retriever']:>10} {mode:>9} {r['wall']:8.1f} {r['inside']:8.1f} {100 * share:6.1f}% {versus} "
+            f"{r['calls']:>7} {r['calls'] / max(1, r['cases']):>10.0f} {r['caller_kb'] / 1024:9.0f} {r['worker_kb'] / 1024:9.0f} "
+            f"{1000 * peak / r['size']:9.2f}"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="1k and 10k chunks, one case, a small budget")
+    parser.add_argument("--sizes", help="world sizes, comma separated (default 1000,10000,100000)")
+    parser.add_argument("--cases", type=int, help="cases per world (default 2; quick: 1)")
+    parser.add_argument("--sleepy-cases", type=int, help="cases for the 50 ms retriever, on the smallest world (default 2)")
+    parser.add_argument("--max-examples", type=int, help="perturbations per unit (default 10; quick: 4)")
+    parser.add_argument("--modes", default="serial,jobs,ray", help="serial, jobs, ray (default all three)")
+    parser.add_argument("--slots", type=int, default=2, help="processes / Ray workers (default 2)")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(run_one(json.loads(args.one))))
+        return
+    sizes = [int(s) for s in (args.sizes or ("1000,10000" if args.quick else "1000,10000,100000")).split(",")]
+    cases = args.cases or (1 if args.quick else 2)
+    budget = args.max_examples or (4 if args.quick else 10)
+    modes = [m for m in args.modes.split(",") if m]
+    if "ray" in modes:
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            print("(ray is not installed: pip install 'ragmorph[ray]'; the ray rows are skipped)")
+            modes.remove("ray")
+    plan = []
+    for size in sizes:
+        for retriever in ("bm25", "dense"):
+            plan += [dict(size=size, retriever=retriever, cases=cases, max_examples=budget, mode=m, slots=args.slots) for m in modes]
+    sleepy = args.sleepy_cases or (1 if args.quick else 2)
+    plan += [dict(size=min(sizes), retriever="bm25+50ms", cases=sleepy, max_examples=budget, mode=m, slots=args.slots) for m in modes]
+    rows = []
+    print(f"machine: {os.cpu_count()} CPUs; budget {budget} perturbations per unit; every row in a fresh process\n", flush=True)
+    for row in plan:
+        done = subprocess.run(
+            [sys.executable, str(Path(__file__).resolve()), "--one", json.dumps(row)], capture_output=True, text=True, check=False
+        )
+        if done.returncode != 0:
+            print(f"row {row} failed:\n{done.stderr[-2000:]}", flush=True)
+            continue
+        rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        print(_table(rows).splitlines()[-1] if len(rows) > 1 else _table(rows), flush=True)
+    print("\n" + _table(rows))
+    print("\nruns: world generation is not timed; 'calls' counts calls the retriever answered (the call cache served the rest)")
+
+
+if __name__ == "__main__":
+    # Run as the importable module `bench_scale` (its folder is sys.path[0]): the retriever classes that the caller
+    # and its workers load by import string are then the very ones whose timers this process reads.
+    import bench_scale
+
+    bench_scale.main()
