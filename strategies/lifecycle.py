@@ -217,9 +217,13 @@ def lifecycle_changes(world: World, *, ks: Sequence[int], **_: object) -> st.Sea
     matching = _matching(world)
     gold = [i for i in world.case.gold_ids if i in world.corpus]
     choices: list[st.SearchStrategy[PerturbationBase]] = []
+    targets: list[str] = []
     if matching:
         sources = gold or matching[:1]
-        targets = [i for i in matching if i not in sources] or matching
+        linked = {world.corpus[i].superseded_by for i in sources}
+        # A copy of a chunk superseded by the target would name itself as its successor (not a valid chunk).
+        targets = [i for i in matching if i not in sources and i not in linked] or [i for i in matching if i not in linked]
+    if matching and targets:
         choices.append(
             st.builds(
                 UpdateChunk,
@@ -261,6 +265,11 @@ def growth_keeps_matches(base: Observation, follow: Observation) -> Verdict:
     return Verdict.ok("every matching chunk, and the one added last, is returned after the growth")
 
 
+def _content(chunk: Chunk) -> tuple[object, ...]:
+    """Everything of a chunk but its id."""
+    return (chunk.text, chunk.source, chunk.tenant, chunk.version, chunk.effective_from, chunk.superseded_by, chunk.metadata)
+
+
 def updated_copy_ties(base: Observation, follow: Observation) -> Verdict:
     """Verdict that a chunk updated to a copy of another chunk's content scores exactly like it (pure)."""
     corpus = follow.world.corpus
@@ -269,7 +278,7 @@ def updated_copy_ties(base: Observation, follow: Observation) -> Verdict:
         for chunk in corpus
         if base.world.corpus.get(chunk.id) not in (None, chunk)
         for other in corpus
-        if other.id != chunk.id and attrs.evolve(other, id=chunk.id) == chunk
+        if other.id != chunk.id and _content(other) == _content(chunk)
     ]
     if not pairs:
         return Verdict.not_applicable("no chunk was updated to a copy of another")
