@@ -78,33 +78,8 @@ CATALOG: tuple[Relation, ...] = tuple(r for f in FAMILIES.values() for r in f.re
 # Every family: each one reports not_applicable (with the reason) where it cannot run, so none is skipped silently.
 DEFAULT_SUITE: tuple[str, ...] = tuple(FAMILIES)
 
-PERTURBATIONS: dict[str, type] = {
-    cls.__name__: cls
-    for cls in (
-        reorder.PermuteCorpus,
-        reorder.PromoteRelevant,
-        removal.RemoveChunks,
-        claims.RemoveClaimSupport,
-        distractors.InjectDistractors,
-        supersede.Supersede,
-        tenancy.ApplyTenantFilter,
-        tenancy.AskAsOtherTenant,
-        cutoff.RaiseCutoff,
-        query.EditQuery,
-        repeat.RepeatCall,
-        repeat.RoundTrip,
-        contract.CallWith,
-        filtering.ApplyFilters,
-        depth.RemoveAtDepth,
-        odd_query.OddQuery,
-        lifecycle.Grow,
-        lifecycle.UpdateChunk,
-        lifecycle.Reindex,
-        lifecycle.AgainstFresh,
-        state.FreshAfterCalls,
-        state.FreshWithout,
-    )
-}
+# Perturbation classes by name (replay files name them), from the families that draw them.
+PERTURBATIONS: dict[str, type] = {cls.__name__: cls for f in FAMILIES.values() for cls in f.perturbation_types}
 
 
 def family(name: str) -> Family:

@@ -100,12 +100,14 @@ class Family:
     """One strategy family: how it draws perturbations for a world and the relations it checks.
 
     `applicable(world)` returns why the family cannot run on `world`, or None (the default: every world).
+    `perturbation_types` are the perturbation classes `draw` produces (replay files name them).
     """
 
     name: str
     summary: str
     relations: tuple[Relation, ...]
     draw: Callable[..., st.SearchStrategy[Any]] = attrs.field(repr=False)
+    perturbation_types: tuple[type, ...] = ()
     applicable: Callable[[World], str | None] = attrs.field(repr=False, default=_always_applicable)
     edits_corpus: bool = False
 
@@ -209,7 +211,7 @@ def check_never(
     """Verdict that none of `ids` appears in the follow-up ranking."""
     for rank, hit in enumerate(follow.ranking.hits, start=1):
         if hit.id in ids:
-            return Verdict.broken(f"{what} {hit.id!r} returned at rank {rank}")
+            return Verdict.broken(f"{what} {hit.id!r} returned at rank {rank}", culprits=(hit.id,))
     return Verdict.ok(f"no {what} returned")
 
 
@@ -293,7 +295,11 @@ def corpus_diff(before: Corpus, after: Corpus) -> tuple[frozenset[str], frozense
     # The entry holds both corpora, so their ids cannot be reused by other objects while it lives.
     if found is None or found[0] is not before or found[1] is not after:
         if len(_DIFFS) >= _DIFF_SLOTS:
-            _DIFFS.pop(next(iter(_DIFFS)))
+            # The oldest entry goes; another thread (--concurrency) may have dropped it or added one meanwhile.
+            try:
+                _DIFFS.pop(next(iter(_DIFFS)), None)
+            except (StopIteration, RuntimeError):
+                pass
         derived = derivation(before, after)
         if derived is not None:
             added, removed = derived.added, derived.removed

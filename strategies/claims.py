@@ -168,6 +168,7 @@ FAMILY = Family(
     name="claims",
     summary="remove every chunk that supports one of the case's claims",
     relations=RELATIONS,
+    perturbation_types=(RemoveClaimSupport,),
     draw=claim_removals,
     applicable=_applicable,
     edits_corpus=True,

@@ -115,5 +115,6 @@ FAMILY = Family(
     name="contract",
     summary="ask the query at other cutoffs and filters; every response must obey the retriever contract",
     relations=RELATIONS,
+    perturbation_types=(CallWith,),
     draw=calls_with,
 )

@@ -102,5 +102,6 @@ FAMILY = Family(
     name="cutoff",
     summary="k -> k' > k: the top k is a prefix of the top k'",
     relations=RELATIONS,
+    perturbation_types=(RaiseCutoff,),
     draw=raised_cutoffs,
 )

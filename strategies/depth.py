@@ -107,4 +107,5 @@ FAMILY = Family(
     relations=RELATIONS,
     draw=depth_removals,
     edits_corpus=True,
+    perturbation_types=(RemoveAtDepth,),
 )

@@ -161,7 +161,8 @@ def _below_gold(base: Observation, follow: Observation, *, lexical: bool) -> Ver
         rank, hit = contested[0]
         return Verdict.broken(
             f"injected chunk {hits[first_injected].id!r} at rank {first_injected + 1} outranks gold chunk {hit.id!r} "
-            f"at rank {rank + 1}"
+            f"at rank {rank + 1}",
+            culprits=(hits[first_injected].id,),
         )
     if lexical:
         returned = {h.id for h in hits}
@@ -192,7 +193,9 @@ def _lookalike_unauthorized(base: Observation, follow: Observation) -> Verdict:
         chunk = chunk_of(base, follow, hit.id)
         owner = None if chunk is None else chunk.tenant
         if owner is not None and owner != tenant:
-            return Verdict.broken(f"look-alike {hit.id!r} of tenant {owner!r} returned at rank {rank} to {tenant!r}", 0, 1)
+            return Verdict.broken(
+                f"look-alike {hit.id!r} of tenant {owner!r} returned at rank {rank} to {tenant!r}", 0, 1, culprits=(hit.id,)
+            )
     return Verdict.ok("no chunk of another tenant returned", 0, 0)
 
 
@@ -314,6 +317,7 @@ FAMILY = Family(
     name="distractors",
     summary="inject unrelated text, long boilerplate, other tenants' look-alikes or near-duplicates",
     relations=RELATIONS,
+    perturbation_types=(InjectDistractors,),
     draw=distractor_injections,
     edits_corpus=True,
 )

@@ -201,4 +201,5 @@ FAMILY = Family(
     summary="apply current_only, metadata equality or a tenant with either; compare with the unfiltered ranking",
     relations=RELATIONS,
     draw=filterings,
+    perturbation_types=(ApplyFilters,),
 )

@@ -430,4 +430,5 @@ FAMILY = Family(
     draw=lifecycle_changes,
     applicable=_applicable,
     edits_corpus=True,
+    perturbation_types=(UpdateChunk, Reindex, AgainstFresh, Grow),
 )

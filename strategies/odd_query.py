@@ -211,4 +211,5 @@ FAMILY = Family(
     relations=RELATIONS,
     draw=odd_queries,
     applicable=_applicable,
+    perturbation_types=(OddQuery,),
 )

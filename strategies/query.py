@@ -139,6 +139,7 @@ FAMILY = Family(
     name="query",
     summary="case, whitespace and punctuation edits that keep the intent",
     relations=RELATIONS,
+    perturbation_types=(EditQuery,),
     draw=query_edits,
     applicable=_applicable,
 )

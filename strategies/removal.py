@@ -151,6 +151,7 @@ FAMILY = Family(
     name="removal",
     summary="remove the supporting chunks of an evidence group, or other chunks",
     relations=RELATIONS,
+    perturbation_types=(RemoveChunks,),
     draw=removals,
     applicable=_applicable,
     edits_corpus=True,

@@ -139,6 +139,7 @@ FAMILY = Family(
     name="reorder",
     summary="permute the corpus order; move a relevant context above an irrelevant one (evaluator mode)",
     relations=RELATIONS,
+    perturbation_types=(PermuteCorpus, PromoteRelevant),
     draw=reorderings,
     applicable=_applicable,
     edits_corpus=True,

@@ -163,5 +163,6 @@ FAMILY = Family(
     name="repeat",
     summary="repeat a call after other calls (other k, filters) or after an undone add/remove",
     relations=RELATIONS,
+    perturbation_types=(RepeatCall, RoundTrip),
     draw=repeats,
 )

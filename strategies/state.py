@@ -146,4 +146,5 @@ FAMILY = Family(
     relations=RELATIONS,
     draw=fresh_checks,
     edits_corpus=True,
+    perturbation_types=(FreshAfterCalls, FreshWithout),
 )

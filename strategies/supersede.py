@@ -92,6 +92,7 @@ def _stale_zero(base: Observation, follow: Observation) -> Verdict:
                 "under current_only",
                 0,
                 1,
+                culprits=(hit.id,),
             )
     return Verdict.ok("Stale@k is zero", 0, 0)
 
@@ -110,7 +111,9 @@ def _excludes_superseded(base: Observation, follow: Observation) -> Verdict:
     for rank, hit in enumerate(follow.ranking.hits, start=1):
         chunk = chunk_of(base, follow, hit.id)
         if chunk is not None and chunk.superseded_by is not None:
-            return Verdict.broken(f"superseded chunk {hit.id!r} returned at rank {rank} under current_only{note}", 0, 1)
+            return Verdict.broken(
+                f"superseded chunk {hit.id!r} returned at rank {rank} under current_only{note}", 0, 1, culprits=(hit.id,)
+            )
     return Verdict.ok(f"no superseded chunk returned{note}", 0, 0)
 
 
@@ -122,7 +125,9 @@ def _successor_first(base: Observation, follow: Observation) -> Verdict:
     for old in sorted(_old_ids(base, follow)):
         successor = corpus[old].superseded_by
         if old in ranks and successor in corpus and ranks.get(successor, len(ranks)) > ranks[old]:
-            return Verdict.broken(f"superseded chunk {old!r} at rank {ranks[old] + 1} outranks its successor {successor!r}")
+            return Verdict.broken(
+                f"superseded chunk {old!r} at rank {ranks[old] + 1} outranks its successor {successor!r}", culprits=(old,)
+            )
     return Verdict.ok("no superseded chunk outranks its successor")
 
 
@@ -179,6 +184,7 @@ FAMILY = Family(
     name="supersede",
     summary="add an outdated version of a gold chunk, or swap a gold chunk for one",
     relations=RELATIONS,
+    perturbation_types=(Supersede,),
     draw=supersessions,
     applicable=_applicable,
     edits_corpus=True,

@@ -83,7 +83,9 @@ def _unauthorized_zero(base: Observation, follow: Observation) -> Verdict:
     for rank, hit in enumerate(follow.ranking.hits, start=1):
         owner = _chunk_tenant(follow, hit.id)
         if owner is not None and owner != tenant:
-            return Verdict.broken(f"chunk {hit.id!r} of tenant {owner!r} returned at rank {rank} to tenant {tenant!r}", 0, 1)
+            return Verdict.broken(
+                f"chunk {hit.id!r} of tenant {owner!r} returned at rank {rank} to tenant {tenant!r}", 0, 1, culprits=(hit.id,)
+            )
     return Verdict.ok(f"only chunks visible to {tenant!r} returned", 0, 0)
 
 
@@ -118,7 +120,7 @@ def _no_cross_tenant(base: Observation, follow: Observation) -> Verdict:
         return Verdict.not_applicable("only judged when a case of one tenant is asked as another")
     for rank, hit in enumerate(follow.ranking.hits, start=1):
         if _chunk_tenant(follow, hit.id) == first:
-            return Verdict.broken(f"chunk {hit.id!r} private to {first!r} returned at rank {rank} to {second!r}")
+            return Verdict.broken(f"chunk {hit.id!r} private to {first!r} returned at rank {rank} to {second!r}", culprits=(hit.id,))
     return Verdict.ok(f"no chunk private to {first!r} returned to {second!r}")
 
 
@@ -175,6 +177,7 @@ FAMILY = Family(
     name="tenancy",
     summary="apply the case's tenant filter, or ask as another tenant",
     relations=RELATIONS,
+    perturbation_types=(ApplyTenantFilter, AskAsOtherTenant),
     draw=tenant_changes,
     applicable=_applicable,
 )

@@ -22,6 +22,7 @@ _LAZY: dict[str, str] = {
     "replay": "ragmorph.runner",
     "CheckReport": "ragmorph.runner",
     "ReplayOutcome": "ragmorph.runner",
+    "ViolationsFound": "ragmorph.runner",
     "suite": "ragmorph.pytest_plugin",
     "check_evaluator": "ragmorph.evaluator",
     "BM25Retriever": "ragmorph.adapters",

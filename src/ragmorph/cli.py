@@ -336,15 +336,10 @@ def _require_some(items: Sized, path: Path | None, what: str) -> None:
 def print_outcome(
     report: Mapping[str, Any], out: TextIO, *, limit: int = 3
 ) -> None:
-    """The summary table and the first `limit` minimal failing cases (with how to replay them)."""
-    from .reporting import render_summary, render_violation
+    """The summary table, the triaged violation groups and the first `limit` groups' minimal cases (with replay)."""
+    from .reporting import render_report
 
-    out.write(render_summary(report) + "\n")
-    failures = [r for r in report.get("results", []) if r.get("status") == "fail" and r.get("violation")]
-    for result in failures[:limit]:
-        out.write("\n" + render_violation(result["violation"], retriever=result["retriever"]) + "\n")
-    if len(failures) > limit:
-        out.write(f"\n... {len(failures) - limit} more violations in the report files\n")
+    out.write(render_report(report, max_violations=limit) + "\n")
 
 
 def _write_reports(
@@ -398,6 +393,9 @@ def run_config(args: argparse.Namespace, cwd: Path | None = None) -> Any:
         "retrievers": retriever_entries(args.retriever) if args.retriever else None,
     }
     overrides = {key: value for key, value in flags.items() if value is not None}
+    if args.profile:
+        # A profile asked for on the command line sets the budget, over the file's own budget keys.
+        overrides = {"ks": None, "max_examples": None, "fail_fast": None, **overrides}
     if any(value is not None for value in world.values()):
         # A world named on the command line replaces the file's world as a whole, not field by field.
         overrides.update(world)
@@ -467,6 +465,7 @@ def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             jobs=args.jobs,
             executor=args.executor,
             address=args.address,
+            concurrency=args.concurrency,
         )
     finally:
         bar.close()
@@ -799,6 +798,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="where units run: serial, processes or ray (default: serial, or processes with --jobs N > 1)",
     )
     run.add_argument("--address", metavar="HOST:PORT", help="with --executor ray: an existing Ray cluster (default: start a local one)")
+    run.add_argument(
+        "--concurrency", type=_positive_int, metavar="N",
+        help="units in flight at once per process, in threads: for retrievers that wait on a service (default 1)",
+    )
     run.add_argument("--replay-dir", metavar="DIR", help="replay files go here (default: replays/ next to the report)")
     from .reporting import WRITERS
 

@@ -12,7 +12,6 @@
     fail_fast = false
 
     [retrievers]
-
     bm25 = { spec = "ragmorph.adapters:BM25Retriever", options = { k1 = 1.2 } }
     mine = { spec = "adapter.py:factory", traits = ["lexical"] }
 
@@ -22,13 +21,15 @@
     junit = "ragmorph-report/junit.xml"
     replays = "ragmorph-report/replays"
 
-Precedence, highest first: a command-line flag, a key of the file, the profile, the built-in default. Every
-key is checked: an unknown key, a wrong type or a missing file is an InputError naming the file and the key.
+Precedence, highest first: a command-line flag, a key of the file, the profile, the built-in default; a profile
+named on the command line (`--profile smoke`) also beats the file's budget keys (ks, max_examples, fail_fast).
+Every key is checked: an unknown key, a wrong type or a missing file is an InputError naming the file and key.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -194,6 +195,7 @@ _KEYS = {
 _OUTPUT_KEYS = {"json", "html", "junit", "replays"}
 _RETRIEVER_KEYS = {"spec", "traits", "options"}
 FORMATS = ("native", "ragas")
+_SECRET_NAME = re.compile(r"authorization|key|token|secret|cookie|password|passwd|credential", re.IGNORECASE)
 
 
 class _Reader:
@@ -293,6 +295,14 @@ def _retrievers(reader: _Reader, table: Any) -> tuple[RetrieverEntry, ...]:
         options = value.get("options", {})
         if not isinstance(options, dict):
             raise reader.error(f"{where}options", f"expected a table of keyword arguments, got {describe(options)}")
+        secret = next((key for key in options if _SECRET_NAME.search(key)), None)
+        if secret is not None:
+            # Options are recorded in reports and replay files, which get shared: a secret must never reach them.
+            raise reader.error(
+                f"{where}options.{secret}",
+                "expected no secrets in options (reports and replay files record them); read it from an "
+                "environment variable in your factory instead",
+            )
         entries.append(RetrieverEntry(name, spec, reader.names(value, "traits", where) or (), options))
     return tuple(entries)
 

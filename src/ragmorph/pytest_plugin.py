@@ -16,7 +16,8 @@ with the shrunk minimal case and the replay command; retriever errors fail it to
 possible; a relation that applies to no case is skipped with the reason; a soft relation never fails, its
 break rate is recorded in `user_properties` and raised as a `SoftRelationBroken` warning.
 
-Settings: `--ragmorph-max-examples` beats `suite(max_examples=)`, which beats an explicitly loaded Hypothesis
+Settings: `--ragmorph-max-examples` beats `--ragmorph-profile` (`smoke`: 5 examples, k 1,5, a budget of
+seconds), which beats `suite(max_examples=)` and the config file, which beat an explicitly loaded Hypothesis
 profile (`--hypothesis-profile`), which beats the default of 25. `derandomize` follows the active Hypothesis
 profile. The run seed is `--hypothesis-seed` when given and 0 otherwise (so plain runs and xdist workers agree);
 the report header prints it. With pytest-xdist, `--dist loadgroup` keeps the items of one retriever x strategy
@@ -173,6 +174,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--ragmorph-max-examples", type=int, default=None, help="perturbations per retriever x case x strategy")
     group.addoption("--ragmorph-strategies", default=None, help="comma-separated strategy families to keep")
     group.addoption("--ragmorph-ks", default=None, help="comma-separated cutoffs, overriding each suite's ks")
+    from .config import PROFILES, describe_profiles
+
+    group.addoption("--ragmorph-profile", default=None, choices=tuple(PROFILES),
+                    help=f"budget over every suite's ({describe_profiles()})")
     group.addoption("--ragmorph-timeout", type=float, default=None, help="per-call retriever time limit (seconds)")
     group.addoption(
         "--ragmorph-replay-dir",
@@ -207,6 +212,11 @@ def _settings(config: pytest.Config, declared: Suite | None = None) -> dict[str,
     profile = hypothesis.settings.default
     from_profile = hypothesis.settings.get_current_profile_name() != "default"
     max_examples = config.getoption("--ragmorph-max-examples")
+    profile_name = config.getoption("--ragmorph-profile", default=None)
+    if max_examples is None and profile_name:
+        from .config import PROFILES
+
+        max_examples = PROFILES[profile_name].max_examples
     if max_examples is None and declared is not None:
         max_examples = declared.max_examples
     if max_examples is None:
@@ -347,16 +357,15 @@ class RelationItem(pytest.Item):
 
 def _failure_text(failures: Sequence[Mapping[str, Any]]) -> str:
     from .reporting import plural, render_violation
+    from .triage import triage
 
     parts = [f"hard relation violated on {plural(len(failures), 'case')}: {', '.join(str(r['case']) for r in failures)}"]
-    for result in failures[:2]:
-        violation = result.get("violation")
-        if violation:
-            parts.append(render_violation(violation))
-            if violation.get("replay") and "ragmorph replay" not in parts[-1]:
-                parts.append(f"replay: ragmorph replay {violation['replay']}")
-        else:
-            parts.append(str(result.get("reason")))
+    # One retriever x relation is one triage group: show its smallest minimal case.
+    for group in triage({"results": [r for r in failures if r.get("violation")]})[:1]:
+        parts[0] += f"; the smallest minimal case ({group.representative['case']}) follows"
+        parts.append(render_violation(group.representative["violation"]))
+    if len(parts) == 1:
+        parts.append(str(failures[0].get("reason")))
     return "\n\n".join(parts)
 
 
@@ -432,7 +441,15 @@ def _engine_report(item: RelationItem) -> dict[str, Any]:
 
     effective = _settings(item.config, declared)
     ks_option = item.config.getoption("--ragmorph-ks")
-    ks = tuple(int(k) for k in ks_option.split(",")) if ks_option else declared.ks
+    profile_name = item.config.getoption("--ragmorph-profile", default=None)
+    if ks_option:
+        ks = tuple(int(k) for k in ks_option.split(","))
+    elif profile_name:
+        from .config import PROFILES
+
+        ks = PROFILES[profile_name].ks
+    else:
+        ks = declared.ks
     replay_dir = (
         item.config.getoption("--ragmorph-replay-dir") or declared.replays or (item.config.rootpath / ".ragmorph" / "replays")
     )

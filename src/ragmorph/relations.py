@@ -168,6 +168,8 @@ class Verdict:
     before: float | None = None
     after: float | None = None
     applicable: bool = True
+    # Follow-up hit ids that break the relation (a leaked chunk, a removed id returned): reports highlight them.
+    culprits: tuple[str, ...] = ()
 
     @classmethod
     def ok(cls, detail: str = "", before: float | None = None, after: float | None = None) -> Verdict:
@@ -175,9 +177,11 @@ class Verdict:
         return cls(True, detail, before, after)
 
     @classmethod
-    def broken(cls, detail: str, before: float | None = None, after: float | None = None) -> Verdict:
-        """A verdict that the relation is violated; `detail` says how."""
-        return cls(False, detail, before, after)
+    def broken(
+        cls, detail: str, before: float | None = None, after: float | None = None, *, culprits: tuple[str, ...] = ()
+    ) -> Verdict:
+        """A verdict that the relation is violated; `detail` says how, `culprits` which returned ids break it."""
+        return cls(False, detail, before, after, culprits=tuple(culprits))
 
     @classmethod
     def not_applicable(cls, detail: str) -> Verdict:

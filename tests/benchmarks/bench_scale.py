@@ -6,22 +6,24 @@ so peak memory is that row's alone. Printed side by side:
 
 - wall: seconds for `check()` (the world is generated before the clock starts);
 - retriever: seconds inside the retriever (index builds, calls, deltas), summed over every process that ran one;
-- runner share: 1 - retriever / (wall x slots), i.e. the part of the slots' time not spent in the retriever
-  (the runner's own work, plus idle slots when there are fewer batches than slots); goal < 10% at 100k chunks;
-- vs ideal: for the 50 ms retriever, wall / (retriever time / slots), the retriever's own time spread perfectly
-  over the slots; goal <= 1.5;
+- runner share: 1 - retriever / (wall x width), width = units in flight (processes x threads): the part of the
+  slots' time not spent in the retriever (the runner's own work, plus idle slots when there are fewer batches
+  than slots); goal < 10% at 100k chunks;
+- vs ideal: for the 50 ms retriever, wall / (retriever time / width), the retriever's own time spread perfectly
+  over the units in flight; goal <= 1.5;
 - peak MB: the largest resident set of the calling process and of any worker, and per 1,000 chunks.
 
     python tests/benchmarks/bench_scale.py            # 1k, 10k, 100k chunks (tens of minutes on 2 cores)
     python tests/benchmarks/bench_scale.py --quick    # 1k and 10k chunks, one case, small budget (a few minutes)
 
-Options: --sizes 1000,10000 --cases N --max-examples N --modes serial,jobs,ray --slots N --sleepy-cases N.
+Options: --sizes 1000,10000 --cases N --max-examples N --modes serial,jobs,ray --sleepy-modes ... --slots N
+--concurrency N --sleepy-cases N --strategies a,b. Modes: serial, threads (--concurrency N), jobs (--jobs N), ray,
+and jobs+threads / ray+threads. 'calls/case' is the report's own retriever_calls per case (the same in every mode).
 """
 
 from __future__ import annotations
 
 import argparse
-import atexit
 import functools
 import json
 import os
@@ -37,23 +39,22 @@ from ragmorph.adapters import BM25Retriever, DenseRetriever
 
 _SLEEP = 0.05
 _SPENT = {"retriever": 0.0, "calls": 0, "builds": 0}
-_FLUSHED = {"at": 0.0}
 _SPENT_DIR = "RAGMORPH_BENCH_SPENT_DIR"
 
 
-def _flush(force: bool = False) -> None:
-    """Write this process's totals to its own file (throttled), so the caller can sum them over workers."""
+def _flush() -> None:
+    """Write this process's totals to its own file after every call, so the caller can sum them over workers.
+
+    After every call, not at exit: Ray ends its actors without running exit handlers. A write costs ~50 us, which
+    counts as runner time.
+    """
     folder = os.environ.get(_SPENT_DIR)
-    now = time.perf_counter()
-    if folder is None or (not force and now - _FLUSHED["at"] < 0.1):
+    if folder is None:
         return
-    _FLUSHED["at"] = now
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     Path(folder, f"{os.getpid()}.json").write_text(json.dumps({**_SPENT, "maxrss_kb": peak}), encoding="utf-8")
 
 
-if __name__ != "__main__":
-    atexit.register(_flush, True)
 
 
 def _timed(base: type, name: str, sleep: float = 0.0) -> type:
@@ -93,6 +94,23 @@ SleepyBM25 = _timed(BM25Retriever, "SleepyBM25", sleep=_SLEEP)
 RETRIEVERS = {"bm25": "TimedBM25", "dense": "TimedDense", "bm25+50ms": "SleepyBM25"}
 
 
+def _options(mode: str, slots: int, concurrency: int) -> dict[str, Any]:
+    """check() options of a mode: serial, threads, jobs, jobs+threads, ray, ray+threads."""
+    where, _, threaded = mode.partition("+")
+    options: dict[str, Any] = {"concurrency": concurrency} if threaded or where == "threads" else {}
+    if where == "jobs":
+        options["jobs"] = slots
+    elif where == "ray":
+        options.update(executor="ray", jobs=slots)
+    return options
+
+
+def _width(row: dict[str, Any]) -> int:
+    """Units in flight at once in a mode (processes x threads)."""
+    options = _options(row["mode"], row["slots"], row["concurrency"])
+    return int(options.get("jobs", 1)) * int(options.get("concurrency", 1))
+
+
 def run_one(row: dict[str, Any]) -> dict[str, Any]:
     """One measurement, in this (fresh) process: generate the world, run check(), collect every process's totals."""
     from ragmorph.runner import check
@@ -104,19 +122,15 @@ def run_one(row: dict[str, Any]) -> dict[str, Any]:
     generated = time.perf_counter() - started
     folder = tempfile.mkdtemp(prefix="rm-bench-")
     os.environ[_SPENT_DIR] = folder
-    mode, slots = row["mode"], row["slots"]
-    options: dict[str, Any] = {}
-    if mode == "jobs":
-        options = {"jobs": slots}
-    elif mode == "ray":
-        options = {"executor": "ray", "jobs": slots}
+    options = _options(row["mode"], row["slots"], row["concurrency"])
     name = row["retriever"]
     start = time.perf_counter()
     # By import string, so workers build it from its spec; the script runs as `bench_scale` (see the bottom).
-    report = check({name: f"bench_scale:{RETRIEVERS[name]}"}, world.corpus, world.cases, max_examples=row["max_examples"], seed=0, **options)
+    report = check(
+        {name: f"bench_scale:{RETRIEVERS[name]}"}, world.corpus, world.cases, strategies=row["strategies"],
+        max_examples=row["max_examples"], seed=0, **options,
+    )
     wall = time.perf_counter() - start
-    _flush(True)
-    time.sleep(0.3)  # workers flush at exit
     totals = {"inside": 0.0, "calls": 0, "builds": 0, "worker_kb": 0}
     for path in Path(folder).glob("*.json"):
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -139,21 +153,23 @@ def run_one(row: dict[str, Any]) -> dict[str, Any]:
 
 def _table(rows: list[dict[str, Any]]) -> str:
     head = (
-        f"{'chunks':>7} {'retriever':>10} {'mode':>9} {'wall s':>8} {'retr. s':>8} {'runner':>7} {'vs ideal':>8} "
+        f"{'chunks':>7} {'retriever':>10} {'mode':>13} {'wall s':>8} {'retr. s':>8} {'runner':>7} {'vs ideal':>8} "
         f"{'calls':>7} {'calls/case':>10} {'caller MB':>9} {'worker MB':>9} {'MB/1k ch.':>9}"
     )
     lines = [head, "-" * len(head)]
     for r in rows:
-        slots = 1 if r["mode"] == "serial" else r["slots"]
-        share = 1 - r["inside"] / (r["wall"] * slots) if r["wall"] else 0.0
-        ideal = r["inside"] / slots if r["retriever"] == "bm25+50ms" else None
+        width = _width(r)
+        share = 1 - r["inside"] / (r["wall"] * width) if r["wall"] else 0.0
+        ideal = r["inside"] / width if r["retriever"] == "bm25+50ms" else None
         versus = f"{r['wall'] / ideal:8.2f}" if ideal else f"{'':>8}"
         peak = max(r["caller_kb"], r["worker_kb"]) / 1024
-        mode = r["mode"] if r["mode"] == "serial" else f"{r['mode']}x{slots}"
+        options = _options(r["mode"], r["slots"], r["concurrency"])
+        mode = "+".join(f"{k[:4]}{v}" for k, v in options.items() if k != "executor") or "serial"
+        mode = f"ray:{mode}" if options.get("executor") == "ray" else mode
         lines.append(
-            f"{r['size']:>7} {r['retriever']:>10} {mode:>9} {r['wall']:8.1f} {r['inside']:8.1f} {100 * share:6.1f}% {versus} "
-            f"{r['calls']:>7} {r['calls'] / max(1, r['cases']):>10.0f} {r['caller_kb'] / 1024:9.0f} {r['worker_kb'] / 1024:9.0f} "
-            f"{1000 * peak / r['size']:9.2f}"
+            f"{r['size']:>7} {r['retriever']:>10} {mode:>13} {r['wall']:8.1f} {r['inside']:8.1f} {100 * share:6.1f}% {versus} "
+            f"{r['calls']:>7} {r['reported_calls'] / max(1, r['cases']):>10.0f} {r['caller_kb'] / 1024:9.0f} "
+            f"{r['worker_kb'] / 1024:9.0f} {1000 * peak / r['size']:9.2f}"
         )
     return "\n".join(lines)
 
@@ -163,10 +179,13 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="1k and 10k chunks, one case, a small budget")
     parser.add_argument("--sizes", help="world sizes, comma separated (default 1000,10000,100000)")
     parser.add_argument("--cases", type=int, help="cases per world (default 2; quick: 1)")
-    parser.add_argument("--sleepy-cases", type=int, help="cases for the 50 ms retriever, on the smallest world (default 2)")
+    parser.add_argument("--sleepy-cases", type=int, help="cases for the 50 ms retriever, on the smallest world (default 4; quick: 2)")
     parser.add_argument("--max-examples", type=int, help="perturbations per unit (default 10; quick: 4)")
-    parser.add_argument("--modes", default="serial,jobs,ray", help="serial, jobs, ray (default all three)")
+    parser.add_argument("--modes", default="serial,jobs,ray", help="for BM25 and dense: serial, threads, jobs, ray, jobs+threads, ...")
+    parser.add_argument("--sleepy-modes", default="serial,threads,jobs,jobs+threads,ray+threads", help="for the 50 ms retriever")
     parser.add_argument("--slots", type=int, default=2, help="processes / Ray workers (default 2)")
+    parser.add_argument("--concurrency", type=int, default=8, help="threads per process in the +threads modes (default 8)")
+    parser.add_argument("--strategies", help="strategy families (default: the default suite)")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -176,20 +195,23 @@ def main() -> None:
     cases = args.cases or (1 if args.quick else 2)
     budget = args.max_examples or (4 if args.quick else 10)
     modes = [m for m in args.modes.split(",") if m]
-    if "ray" in modes:
-        try:
-            import ray  # noqa: F401
-        except ImportError:
-            print("(ray is not installed: pip install 'ragmorph[ray]'; the ray rows are skipped)")
-            modes.remove("ray")
+    sleepy_modes = [m for m in args.sleepy_modes.split(",") if m]
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        print("(ray is not installed: pip install 'ragmorph[ray]'; the ray rows are skipped)")
+        modes = [m for m in modes if not m.startswith("ray")]
+        sleepy_modes = [m for m in sleepy_modes if not m.startswith("ray")]
+    common = dict(max_examples=budget, slots=args.slots, concurrency=args.concurrency, strategies=args.strategies)
     plan = []
     for size in sizes:
         for retriever in ("bm25", "dense"):
-            plan += [dict(size=size, retriever=retriever, cases=cases, max_examples=budget, mode=m, slots=args.slots) for m in modes]
-    sleepy = args.sleepy_cases or (1 if args.quick else 2)
-    plan += [dict(size=min(sizes), retriever="bm25+50ms", cases=sleepy, max_examples=budget, mode=m, slots=args.slots) for m in modes]
+            plan += [dict(size=size, retriever=retriever, cases=cases, mode=m, **common) for m in modes]
+    sleepy = args.sleepy_cases or (2 if args.quick else 4)
+    plan += [dict(size=min(sizes), retriever="bm25+50ms", cases=sleepy, mode=m, **common) for m in sleepy_modes]
     rows = []
-    print(f"machine: {os.cpu_count()} CPUs; budget {budget} perturbations per unit; every row in a fresh process\n", flush=True)
+    suite = args.strategies or "the default suite"
+    print(f"machine: {os.cpu_count()} CPUs; {suite}; budget {budget} perturbations per unit; every row in a fresh process\n", flush=True)
     for row in plan:
         done = subprocess.run(
             [sys.executable, str(Path(__file__).resolve()), "--one", json.dumps(row)], capture_output=True, text=True, check=False

@@ -75,6 +75,16 @@ def test_pyproject_tool_table_is_found_from_a_subfolder(world: Path, capsys: pyt
     monkeypatch.chdir(world / "sub")
     assert main(["run"]) == EXIT_OK
     assert "k 1,5 · max_examples 5" in capsys.readouterr().out, "the smoke profile's budget"
+    (world / "pyproject.toml").write_text(
+        (world / "pyproject.toml").read_text(encoding="utf-8").replace('profile = "smoke"', "ks = [3]\nmax_examples = 2"),
+        encoding="utf-8",
+    )
+    assert main(["run"]) == EXIT_OK
+    assert "k 3 · max_examples 2" in capsys.readouterr().out, "the file's keys"
+    assert main(["run", "--profile", "smoke"]) == EXIT_OK
+    assert "k 1,5 · max_examples 5" in capsys.readouterr().out, "a profile flag beats the file's budget keys"
+    assert main(["run", "--profile", "smoke", "--k", "3"]) == EXIT_OK
+    assert "k 3 · max_examples 5" in capsys.readouterr().out, "an explicit flag beats the profile flag"
 
 
 @pytest.mark.parametrize(
@@ -87,6 +97,8 @@ def test_pyproject_tool_table_is_found_from_a_subfolder(world: Path, capsys: pyt
         ('profile = "quick"\n', "profile", "expected one of default, smoke"),
         ('[outputs]\nhtml = 3\n', "outputs.html", "expected a non-empty string"),
         ('corpus = [\n', None, "expected valid TOML"),
+        ('[retrievers]\nmine = { spec = "a:b", options = { api_key = "sk-1" } }\n', "retrievers.mine.options.api_key",
+         "expected no secrets in options"),
     ],
 )
 def test_a_bad_config_exits_2_naming_the_file_and_the_key(

@@ -20,7 +20,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore::Depre
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "adapters"
 DATA = ROOT / "examples" / "data" / "corpus.jsonl"
-FACTORIES = ("plain_function", "langchain_bm25", "llamaindex_bm25", "chroma_dense")
+FACTORIES = (
+    "plain_function", "langchain_bm25", "llamaindex_bm25", "chroma_dense", "pgvector_hnsw", "qdrant_local",
+    "faiss_index", "haystack_retrievers", "lancedb_table",
+)
 
 
 @pytest.fixture
@@ -73,7 +76,7 @@ def test_every_example_main_runs_on_the_example_corpus() -> None:
     scripts = sorted(EXAMPLES.glob("[!_]*.py"))
     assert {s.stem for s in scripts} == {*FACTORIES, "http_endpoint"}
     env = {**os.environ, "PYTHONWARNINGS": "ignore::DeprecationWarning"}
-    # Started together so the five interpreter start-ups overlap.
+    # Started together so the interpreter start-ups overlap.
     running = [
         (script, subprocess.Popen([sys.executable, str(script)], cwd=ROOT, env=env, text=True,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE))

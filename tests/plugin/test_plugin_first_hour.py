@@ -100,3 +100,32 @@ def test_a_bad_config_key_is_a_collection_error_naming_file_and_key(pytester: py
     result = pytester.runpytest_inprocess(str(tests), "-p", "no:cacheprovider")
     result.stdout.fnmatch_lines(["*ragmorph.toml field 'ks': expected a non-empty list of positive integers*"])
     assert "Traceback" not in result.stdout.str()
+
+
+def test_assert_ok_in_a_users_test_fails_with_the_triaged_summary(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_python_api="""
+from ragmorph import check
+from ragmorph.demo import PostFilteredPipeline
+from ragmorph.worlds import generate
+
+def test_no_hard_violations():
+    world = generate(3, chunks=24, cases=3)
+    check({"postfilter": PostFilteredPipeline}, world.corpus, world.cases, strategies=["tenancy"],
+          max_examples=10).assert_ok()
+""")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*ViolationsFound: ragmorph: * hard failure* in 1 group*",
+                                 "*1. tenant leak · postfilter · tenancy.*smallest: *"])
+
+
+def test_the_smoke_profile_option_sets_the_budget_over_the_config(pytester: pytest.Pytester) -> None:
+    import xml.etree.ElementTree as ET
+
+    tests = _project(pytester, CONFIG.replace("max_examples = 3", "max_examples = 20"))
+    junit = pytester.path / "junit.xml"
+    result = pytester.runpytest_inprocess(str(tests), "--ragmorph-profile", "smoke", f"--junitxml={junit}",
+                                          "-p", "no:cacheprovider")
+    assert result.ret == 0, result.stdout.str()
+    values = {p.get("value") for p in ET.parse(junit).iter("property") if p.get("name") == "ragmorph_max_examples"}
+    assert values == {"5"}

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 
 from ragmorph.reporting import render_html, write_html
-from support.report_samples import sample_report
+from support.report_samples import sample_report, triage_report
 from support.report_strategies import reports
 
 VOID = {"meta", "col", "br", "img", "input", "link", "hr", "circle", "line", "polyline"}
@@ -78,7 +78,7 @@ def test_matrix_violation_diff_and_plots() -> None:
     assert classes.count("fail") == 1 and classes.count("error") == 1 and classes.count("soft-broken") == 2
     assert ("fail", "failing cases: q03") in cells
     text = "".join(checker.text)
-    assert "Violations (1)" in text and "ragmorph replay replays/cached-bm25-q03-removal.json" in text
+    assert "Violations: 1 violation in 1 group" in text and "ragmorph replay replays/cached-bm25-q03-removal.json" in text
     assert "How many days of parental leave does Acme grant?" in text
     gold = [a for tag, a in checker.tags if tag == "td" and "is-gold" in (a.get("class") or "")]
     assert len(gold) == 4, "both gold chunks are marked in base and follow-up"
@@ -130,21 +130,71 @@ def png_size(data: bytes) -> tuple[int, int]:
     return struct.unpack(">II", data[16:24])
 
 
-@pytest.mark.browser
-@pytest.mark.slow
-def test_headless_chromium_renders_the_report(tmp_path) -> None:
+def _triage_structure(checker: TagChecker) -> tuple[list[str], dict[str, str], list[str]]:
+    """(group section ids in page order, failing matrix cell link targets -> cell text, ids of groups with a
+    highlighted row)."""
+    groups, links, highlighted = [], {}, []
+    current = None
+    in_fail_cell = False
+    for tag, attributes in checker.tags:
+        classes = (attributes.get("class") or "").split()
+        if tag == "section" and "group" in classes:
+            current = attributes["id"]
+            groups.append(current)
+        if tag == "td":
+            in_fail_cell = "fail" in classes
+        if tag == "a" and in_fail_cell and attributes.get("href", "").startswith("#"):
+            links[attributes["href"][1:]] = attributes["href"]
+        if tag == "tr" and "culprit" in classes and current is not None and current not in highlighted:
+            highlighted.append(current)
+    return groups, links, highlighted
+
+
+def test_violations_are_grouped_worst_first_linked_from_the_matrix_and_highlighted() -> None:
+    checker = check(render_html(triage_report()))
+    groups, links, highlighted = _triage_structure(checker)
+    assert groups == [
+        "g-cached-bm25--tenancy_no_cross_tenant",
+        "g-cached-bm25--removal_removed_never_returned",
+        "g-cached-bm25--repeat_identical",
+        "g-bm25--tenancy_no_cross_tenant",
+    ], "tenant leaks first, non-minimised last"
+    assert set(links) == set(groups), "every failing matrix cell links to its group, every group is linked"
+    assert highlighted == groups, "each representative highlights the row that breaks the relation"
+    text = "".join(checker.text)
+    assert "Violations: 5 violations in 4 groups" in text and "not minimised" in text
+    assert "1 other case" in text, "the leak group lists its second case under the representative"
+    assert "Soft breaks" in text and "RemoveChunks(k=3, ids=('acme-faq-1#1',), group=0)" in text
+
+
+def _chromium() -> str:
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if browser is None:
         pytest.skip("chromium is not installed (Debian: apt-get install -y chromium); the HTML checks above still ran")
-    page = write_html(sample_report(), tmp_path / "report.html")
-    shot = tmp_path / "report.png"
+    return browser
+
+
+def _headless(browser: str, tmp_path, *arguments: str) -> subprocess.CompletedProcess[str]:
     command = [
         browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}",
-        f"--screenshot={shot}", "--window-size=1280,2000", page.as_uri(),
+        "--disable-component-update", "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}", *arguments,
     ]
-    subprocess.run(command, check=True, capture_output=True, timeout=120)
+    return subprocess.run(command, check=True, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_headless_chromium_renders_the_triaged_report(tmp_path) -> None:
+    browser = _chromium()
+    page = write_html(triage_report(), tmp_path / "report.html")
+    shot = tmp_path / "report.png"
+    _headless(browser, tmp_path, f"--screenshot={shot}", "--window-size=1280,2000", page.as_uri())
     data = shot.read_bytes()
     assert png_size(data) == (1280, 2000)
     # A blank page compresses to a few kB; the matrix, diff tables and charts make a far larger image.
     assert len(data) > 60_000, f"screenshot only {len(data)} bytes: the page probably failed to render"
+    # The DOM as Chromium built it: the groups, their links and highlighted rows survive a real parser.
+    dom = _headless(browser, tmp_path, "--dump-dom", page.as_uri()).stdout
+    groups, links, highlighted = _triage_structure(check(dom.replace("<html", "<!DOCTYPE html><html", 1)))
+    assert groups[0] == "g-cached-bm25--tenancy_no_cross_tenant" and len(groups) == 4
+    assert set(links) == set(groups) and highlighted == groups

@@ -9,6 +9,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from ragmorph.adapters import BM25Retriever
+from ragmorph.triage import plural, triage
 from ragmorph.reporting import ProgressBar, load_report, render_html, render_report, validate_report, write_json, write_junit
 from ragmorph.runner import check
 from ragmorph.worlds import demo_world
@@ -59,11 +60,13 @@ def test_real_report_renders_the_planted_bug_everywhere(real_report: dict, tmp_p
     assert failing and {r["retriever"] for r in failing} == {"post-filter"}
     text = render_report(real_report, max_violations=1)
     assert "FAIL" in text and "retriever post-filter" in text
-    if len(failing) > 1:
-        assert f"... and {len(failing) - 1} more violations" in text
+    groups = triage(real_report)
+    assert {(g.retriever, g.relation) for g in groups} == {(r["retriever"], r["relation"]) for r in failing}
+    if len(groups) > 1:
+        assert f"... and {plural(len(groups) - 1, 'more group')}" in text
     root = ET.parse(write_junit(real_report, tmp_path / "junit.xml")).getroot()
     failed = {(c.get("classname"), c.get("name")) for c in root.iter("testcase") if c.find("failure") is not None}
     assert failed == {(f"ragmorph.post-filter.{r['strategy']}", r["relation"]) for r in failing}
     html = render_html(real_report)
-    assert f"Violations ({len(failing)})" in html
+    assert f"Violations: {plural(len(failing), 'violation')} in {plural(len(groups), 'group')}" in html
     assert html.count('<svg xmlns="http://www.w3.org/2000/svg" class="chart"') == 3

@@ -7,7 +7,8 @@ import io
 from hypothesis import given, settings
 
 from ragmorph.reporting import ProgressBar, render_report, render_summary, render_violation
-from support.report_samples import sample_report, sample_violation
+from ragmorph.reporting import render_triage
+from support.report_samples import sample_report, sample_violation, triage_report
 from support.report_strategies import reports
 
 
@@ -18,10 +19,11 @@ def test_render_report_is_golden(golden) -> None:
 def test_summary_counts_each_relation_per_retriever() -> None:
     text = render_summary(sample_report())
     rows = {line.split()[0]: line for line in text.splitlines() if line.startswith(("reorder.", "removal.", "tenancy.", "supersede."))}
-    assert rows["removal.removed_never_returned"].split()[2:] == ["pass", "2", "FAIL", "1/2"]
-    assert rows["removal.recall_non_increasing"].split()[2:] == ["96%", "(48/50)", "96%", "(48/50)"]
-    assert rows["tenancy.unauthorized_zero"].split()[2:] == ["pass", "2", "ERROR", "1/2"]
-    assert rows["supersede.stale_zero"].split()[2:] == ["n/a", "n/a"]
+    # Every status is counted in words, so "1 pass, 1 not applicable" never reads like a failure.
+    assert rows["removal.removed_never_returned"].split()[2:] == ["pass", "2", "FAIL", "1,", "pass", "1"]
+    assert rows["removal.recall_non_increasing"].split()[2:] == ["96%", "held", "(48/50)", "96%", "held", "(48/50)"]
+    assert rows["tenancy.unauthorized_zero"].split()[2:] == ["pass", "2", "ERROR", "1,", "pass", "1"]
+    assert rows["supersede.stale_zero"].split()[2:] == ["n/a", "2", "n/a", "2"]
     assert "1 hard failure, 2 soft breaks · exit code 1 (violations found)" in text
     assert "case has no evidence with a superseded version" in text
     assert "\x1b[" not in text
@@ -29,14 +31,15 @@ def test_summary_counts_each_relation_per_retriever() -> None:
 
 def test_color_is_opt_in() -> None:
     coloured = render_summary(sample_report(), color=True)
-    assert "\x1b[1;31mFAIL 1/2" in coloured and coloured.count("\x1b[0m") > 5
+    assert "\x1b[1;31mFAIL 1, pass 1" in coloured and coloured.count("\x1b[0m") > 5
 
 
 def test_violation_shows_rankings_marks_metrics_and_replay() -> None:
     text = render_violation(sample_violation(), retriever="cached-bm25")
     lines = text.splitlines()
     assert lines[0] == "FAIL removal.removed_never_returned · case q03 · retriever cached-bm25"
-    first_rank = next(line for line in lines if line.strip().startswith("1 "))
+    # The removed chunk that came back is the row that breaks the relation: marked with ">".
+    first_rank = next(line for line in lines if line.startswith(">   1 "))
     # The removed gold chunk is marked G- on both sides: it was removed and still came back.
     assert first_rank.count("G- acme-handbook-1#1") == 2 and first_rank.endswith("same")
     assert any(line.strip().startswith("3 ") and line.endswith("new") for line in lines)
@@ -145,3 +148,24 @@ def test_a_rejected_response_shows_the_breach_not_an_empty_table_or_fake_metric_
     assert "#  base" not in text and "marks:" not in text
     assert "n/a ->" not in text and "(changed)" not in text
     assert "minimal corpus  1 chunk (" in text
+
+
+def test_the_terminal_opens_with_the_triage_worst_group_first() -> None:
+    text = render_report(triage_report(), max_violations=2)
+    triaged = render_triage(triage_report()).splitlines()
+    assert triaged[0] == "4 violation groups, worst first (group = retriever x relation):"
+    # Tenant leak first (its smallest case, 1 chunk, represents both), then the other hard violations; the leak
+    # that could not be minimised comes last.
+    assert triaged[1] == ("  1. tenant leak · cached-bm25 · tenancy.no_cross_tenant · 2 cases (q03, q07) · "
+                          "smallest: q07, 1 chunk")
+    assert triaged[2].startswith("  2. hard violation · cached-bm25 · removal.removed_never_returned · 1 case (q03)")
+    assert triaged[3].startswith("  3. hard violation · cached-bm25 · repeat.identical · 1 case (q07)")
+    assert triaged[4].endswith("· bm25 · tenancy.no_cross_tenant · 1 case (q03) · smallest: q03, 40 chunks (not minimised)")
+    assert "2 soft breaks (rates, never failures):" in triaged
+    assert "  cached-bm25 · removal.recall_non_increasing held in 48 of 50 perturbations (96%)" in triaged
+    assert any(line.startswith("    e.g. (case q03) RemoveChunks(") for line in triaged)
+    shown = [line for line in text.splitlines() if line.startswith("FAIL ")]
+    assert shown == ["FAIL tenancy.no_cross_tenant · case q07 · retriever cached-bm25",
+                     "FAIL removal.removed_never_returned · case q03 · retriever cached-bm25"]
+    assert "[1] tenant leak; also fails on 1 case: q03" in text
+    assert text.rstrip().endswith("... and 2 more groups (every violation is in the JSON and HTML reports)")

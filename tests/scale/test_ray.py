@@ -56,7 +56,7 @@ def serial() -> dict[str, Any]:
 
 def test_a_local_ray_cluster_gives_the_serial_report(serial: dict[str, Any]) -> None:
     assert not ray.is_initialized()
-    report = check(demo_retrievers(), WORLD.corpus, CASES, executor="ray", jobs=2, **SETTINGS).to_dict()
+    report = check(demo_retrievers(), WORLD.corpus, CASES, executor="ray", jobs=2, concurrency=2, **SETTINGS).to_dict()
     assert report["summary"]["hard_failures"] > 0
     assert _comparable(report) == _comparable(serial)
     assert not ray.is_initialized()  # the executor stopped the cluster it started

@@ -50,7 +50,10 @@ def test_drawn_perturbations_apply_purely_and_round_trip(name: str, data: st.Dat
     # Printable and replayable: the repr names the type; the dict form rebuilds an equal value.
     assert repr(perturbation).startswith(type(perturbation).__name__ + "(")
     assert perturbation_from_dict(perturbation.to_dict()) == perturbation
-    assert perturbation.family == name
+    assert perturbation.family == name and type(perturbation) in family.perturbation_types
+    # Plain data for the executor: a plan whose base and follow-up worlds are the world change.
+    plan = perturbation.plan(world)
+    assert plan.base == base and plan.follow == after
 
 
 @_QUICK

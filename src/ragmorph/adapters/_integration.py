@@ -37,6 +37,7 @@ __all__ = [
     "chunk_metadata",
     "check_id_key",
     "encode_value",
+    "escape_key",
     "fetch_filtered",
     "fetch_identified",
     "filter_predicate",
@@ -105,6 +106,18 @@ def encode_value(value: Any) -> str | int | float:
     if isinstance(value, float):
         return value
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def escape_key(key: str, special: str) -> str:
+    """`key` with ``%`` and each character of `special` percent-encoded (reversible, so keys never collide).
+
+    For libraries whose filter paths give some characters a meaning: Haystack splits a field at ``.``,
+    Qdrant ends a quoted path segment at ``"``.
+    """
+    escaped = key.replace("%", "%25")
+    for character in special:
+        escaped = escaped.replace(character, f"%{ord(character):02X}")
+    return escaped
 
 
 def chunk_metadata(chunk: Chunk, *, id_key: str = "id") -> dict[str, str | int | float]:

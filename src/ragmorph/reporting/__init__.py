@@ -18,7 +18,7 @@ from ._common import plural
 from ._html import render_html, write_html
 from ._json import SCHEMA, load_report, report_schema, validate_report, write_json
 from ._junit import write_junit
-from ._terminal import ProgressBar, render_report, render_summary, render_violation
+from ._terminal import ProgressBar, render_report, render_summary, render_triage, render_violation
 
 __all__ = [
     "SCHEMA",
@@ -30,6 +30,7 @@ __all__ = [
     "render_html",
     "render_report",
     "render_summary",
+    "render_triage",
     "render_violation",
     "report_schema",
     "validate_report",

@@ -12,11 +12,13 @@ from typing import Any
 import attrs
 
 from ..errors import ExitCode
+from ..triage import plural
 
 __all__ = [
     "EXIT_MEANING",
     "Cell",
     "DiffRow",
+    "cell_label",
     "Marks",
     "cells",
     "describe_filters",
@@ -34,6 +36,9 @@ __all__ = [
     "snippet",
     "strategy_names",
     "violation_marks",
+    "slice_label",
+    "slice_metrics",
+    "worst_slices",
 ]
 
 _STATUSES = ("pass", "fail", "error", "not_applicable")
@@ -110,6 +115,21 @@ class Cell:
         return self.soft and self.held < self.tested
 
 
+def cell_label(cell: Cell | None) -> str:
+    """A cell in words, every status counted: `FAIL 1, pass 10, n/a 1`; a soft cell's held rate first."""
+    if cell is None:
+        return "-"
+    parts = []
+    if cell.soft and cell.tested and cell.status == "pass":
+        parts.append(f"{cell.rate:.0%} held ({cell.held}/{cell.tested})")
+    else:
+        parts += [f"{word} {cell.counts[status]}" for status, word in (("fail", "FAIL"), ("error", "ERROR"), ("pass", "pass"))
+                  if cell.counts.get(status)]
+    if cell.counts.get("not_applicable"):
+        parts.append(f"n/a {cell.counts['not_applicable']}")
+    return ", ".join(parts) or "-"
+
+
 def cells(report: Mapping[str, Any]) -> dict[tuple[str, str, str], Cell]:
     """(retriever, strategy, relation) -> Cell over every case."""
     grouped: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
@@ -128,11 +148,6 @@ def cells(report: Mapping[str, Any]) -> dict[tuple[str, str, str], Cell]:
             reasons=tuple(dict.fromkeys(r["reason"] for r in results if r.get("reason"))),
         )
     return table
-
-
-def plural(number: Any, noun: str, many: str | None = None) -> str:
-    """`1 chunk`, `2 chunks`, `0 chunks` (`many` for irregular plurals)."""
-    return f"{number} {noun if number == 1 else (many or noun + 's')}"
 
 
 def metric_sort_key(name: str) -> tuple[str, int, str]:
@@ -208,6 +223,8 @@ class Marks:
     injected: frozenset[str]
     removed: frozenset[str]
 
+    culprits: frozenset[str] = frozenset()
+
     def of(self, chunk_id: str | None) -> str:
         """The mark letters of `chunk_id`: G gold, + injected, - removed (empty for none)."""
         if chunk_id is None:
@@ -215,6 +232,10 @@ class Marks:
         return "".join(
             symbol for symbol, ids in (("G", self.gold), ("+", self.injected), ("-", self.removed)) if chunk_id in ids
         )
+
+    def breaks(self, hit: Mapping[str, Any] | None) -> bool:
+        """Whether this follow-up hit is one the relation names as breaking it."""
+        return hit is not None and hit.get("id") in self.culprits
 
 
 def _chunk_ids(value: Any) -> Iterable[str]:
@@ -245,7 +266,8 @@ def violation_marks(violation: Mapping[str, Any]) -> Marks:
             value = fields.get(name)
             if isinstance(value, (list, tuple)):
                 removed.update(v for v in value if isinstance(v, str))
-    return Marks(frozenset(gold), frozenset(injected), frozenset(removed))
+    culprits = frozenset(str(c) for c in violation.get("culprits") or ())
+    return Marks(frozenset(gold), frozenset(injected), frozenset(removed), culprits)
 
 
 @attrs.frozen
@@ -308,3 +330,45 @@ def replay_command(violation: Mapping[str, Any]) -> str | None:
         return None
     quoted = path if re.fullmatch(r"[\w./@:+=-]+", path) else "'" + path.replace("'", "'\\''") + "'"
     return f"ragmorph replay {quoted}"
+
+
+# Measures a slice row shows, at the largest k: evidence coverage first, then ranking quality and claims.
+_SLICE_MEASURES = ("GroupR", "R", "nDCG", "ClaimR(judge=tokens)")
+
+
+def slice_metrics(report: Mapping[str, Any]) -> list[str]:
+    """The metric names slice tables show: GroupR, R, nDCG and ClaimR at the run's largest k, where measured."""
+    ks = report.get("manifest", {}).get("settings", {}).get("ks") or []
+    if not ks:
+        return []
+    present = {name for rows in (report.get("slices") or {}).values() for row in rows for name in row.get("metrics", {})}
+    return [name for name in (f"{measure}@{max(ks)}" for measure in _SLICE_MEASURES) if name in present]
+
+
+def slice_label(row: Mapping[str, Any]) -> str:
+    """`tag hr` or `tenant acme`."""
+    return f"{row.get('kind')} {row.get('name')}"
+
+
+def worst_slices(report: Mapping[str, Any], retriever: str) -> list[Mapping[str, Any]]:
+    """The retriever's slice rows, worst first: more cases with hard failures, then lower evidence coverage (the
+    first of `slice_metrics`), then a lower soft rate, then larger slices; undefined values sort last."""
+    headline = (slice_metrics(report) or [None])[0]
+
+    def key(row: Mapping[str, Any]) -> tuple[Any, ...]:
+        cases = max(int(row.get("cases") or 0), 1)
+        failing = len(row.get("failing_cases") or ()) / cases
+        value = (row.get("metrics", {}).get(headline) or {}).get("macro") if headline else None
+        rate = (row.get("soft") or {}).get("rate")
+        return (
+            -failing,
+            value is None,
+            value if value is not None else 0.0,
+            rate is None,
+            rate if rate is not None else 0.0,
+            -cases,
+            str(row.get("kind")),
+            str(row.get("name")),
+        )
+
+    return sorted((report.get("slices") or {}).get(retriever, ()), key=key)

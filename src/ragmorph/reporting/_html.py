@@ -14,6 +14,7 @@ from ._common import (
     EXIT_MEANING,
     Cell,
     Marks,
+    cell_label,
     cells,
     describe_filters,
     diff_rows,
@@ -22,14 +23,16 @@ from ._common import (
     gone_ids,
     metric_pairs,
     metric_sort_key,
-    ordered_results,
-    plural,
     relation_rows,
     replay_command,
     retriever_names,
+    slice_label,
+    slice_metrics,
     snippet,
     violation_marks,
+    worst_slices,
 )
+from ..triage import Group, plural, soft_breaks, triage
 from ._svg import legend, line_chart
 
 __all__ = ["render_html", "write_html"]
@@ -76,13 +79,24 @@ details.violation dl { display: grid; grid-template-columns: max-content 1fr; ga
 details.violation dt { color: var(--muted); } details.violation dd { margin: 0; overflow-wrap: anywhere; }
 table.diff { margin: 8px 0; width: 100%; table-layout: fixed; }
 table.diff td { font-size: 12.5px; overflow-wrap: anywhere; }
-table.diff col.rank { width: 3em; } table.diff col.move { width: 6em; }
+table.diff col.rank { width: 3em; } table.diff col.move { width: 8.5em; }
 tr .mark { display: inline-block; min-width: 1.4em; font-weight: 700; }
 .m-gold { color: var(--pass); } .m-injected { color: var(--error); } .m-removed { color: var(--fail); }
 td.is-gold { background: #f0fff4; } td.is-injected { background: #fffbea; } td.is-removed { background: #fff0f0; }
 .text { color: var(--muted); display: block; }
 .changed td { font-weight: 600; }
+table.slices { margin: 6px 0 16px; } table.slices tr.fail td:first-child { border-left: 4px solid var(--fail); }
+table.slices tr.fail td { background: var(--fail-bg); }
 .muted { color: var(--muted); }
+section.group { border-top: 1px solid var(--line); padding-top: 8px; margin-top: 16px; }
+section.group h3 { display: block; margin: 4px 0; }
+section.group .concern { color: var(--fail); text-transform: uppercase; font-size: 12px; letter-spacing: .04em; }
+.badge.not-minimised { background: var(--na-bg); color: var(--na); border-radius: 10px; padding: 1px 8px; font-size: 12px; }
+tr.culprit td { background: var(--fail-bg) !important; border-top: 2px solid var(--fail); border-bottom: 2px solid var(--fail); }
+.breaks { color: var(--fail); font-weight: 700; font-size: 12px; }
+p.rejected { color: var(--fail); background: var(--fail-bg); padding: 4px 8px; border-radius: 4px; }
+td.fail a { color: inherit; }
+ul.soft .example { color: var(--muted); font-size: 12.5px; }
 footer { margin-top: 40px; color: var(--muted); font-size: 12px; }
 """
 
@@ -97,23 +111,22 @@ def _e(value: Any) -> str:
     return _UNENCODABLE.sub("\ufffd", escape("" if value is None else str(value), quote=True))
 
 
-def _cell_html(cell: Cell | None) -> str:
+def _cell_html(cell: Cell | None, group: Group | None = None) -> str:
     if cell is None:
         return '<td class="absent">–</td>'
-    counts, total = cell.counts, cell.total
+    text = _e(cell_label(cell))
     if cell.status == "fail":
-        text = f"FAIL {counts['fail']}/{total}" + (f" +{counts['error']} error" if counts["error"] else "")
         cases = ", ".join(cell.failing_cases)
-        return f'<td class="fail" title="failing cases: {_e(cases)}">{_e(text)}</td>'
+        link = f'<a href="#{group.anchor}">{text}</a>' if group is not None else text
+        return f'<td class="fail" title="failing cases: {_e(cases)}">{link}</td>'
     if cell.status == "error":
-        return f'<td class="error" title="{_e("; ".join(cell.reasons))}">ERROR {counts["error"]}/{total}</td>'
+        return f'<td class="error" title="{_e("; ".join(cell.reasons))}">{text}</td>'
     if cell.status == "pass":
         if cell.soft and cell.tested:
             css = "soft-broken" if cell.soft_broken else "pass"
-            return f'<td class="{css}" title="soft: rate of held perturbations">{cell.rate:.0%} ({cell.held}/{cell.tested})</td>'
-        suffix = f"/{total}" if counts["pass"] != total else ""
-        return f'<td class="pass">pass {counts["pass"]}{suffix}</td>'
-    return f'<td class="not_applicable" title="{_e("; ".join(cell.reasons))}">n/a</td>'
+            return f'<td class="{css}" title="soft: share of tested perturbations where it held">{text}</td>'
+        return f'<td class="pass">{text}</td>'
+    return f'<td class="not_applicable" title="{_e("; ".join(cell.reasons))}">{text}</td>'
 
 
 def _header(report: Mapping[str, Any]) -> str:
@@ -149,19 +162,62 @@ def _header(report: Mapping[str, Any]) -> str:
 def _matrix(report: Mapping[str, Any]) -> str:
     retrievers = retriever_names(report)
     table = cells(report)
+    groups = {(g.retriever, g.relation): g for g in triage(report)}
     head = "<tr><th>strategy</th><th>relation</th><th>severity</th>" + "".join(
         f"<th>{_e(r)}</th>" for r in retrievers
     ) + "</tr>"
     body = []
     for strategy, relation, severity in relation_rows(report):
         row = f"<tr><td>{_e(strategy)}</td><td><code>{_e(relation)}</code></td><td class=\"sev\">{_e(severity)}</td>"
-        row += "".join(_cell_html(table.get((r, strategy, relation))) for r in retrievers)
+        row += "".join(_cell_html(table.get((r, strategy, relation)), groups.get((r, relation))) for r in retrievers)
         body.append(row + "</tr>")
     return (
         '<section id="matrix"><h2>Relations</h2>'
-        '<p class="muted">Per retriever, aggregated over cases: hard relations as pass/fail counts, soft relations as '
-        "the share of perturbations where they held. Hover a cell for failing cases and reasons.</p>"
+        '<p class="muted">Per retriever, aggregated over cases: every status counted (FAIL, ERROR, pass, n/a = not '
+        "applicable); soft relations as the share of perturbations where they held. A failing cell links to its "
+        "violation group; hover a cell for failing cases and reasons.</p>"
         f'<table class="matrix"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table></section>'
+    )
+
+
+def _slices(report: Mapping[str, Any]) -> str:
+    names = slice_metrics(report)
+    tables = []
+    for retriever in retriever_names(report):
+        rows = worst_slices(report, retriever)
+        if not rows:
+            continue
+        head = (
+            "<tr><th>slice</th><th>cases</th><th>cases with hard failures</th><th>pass</th><th>fail</th><th>error</th>"
+            "<th>n/a</th><th>soft rate</th>" + "".join(f"<th>{_e(n)}</th>" for n in names) + "</tr>"
+        )
+        body = []
+        for row in rows:
+            status, soft = row.get("status", {}), row.get("soft", {})
+            failing = row.get("failing_cases") or []
+            rate = "-" if soft.get("rate") is None else f"{soft['rate']:.0%} ({soft['held']}/{soft['tested']})"
+            values = "".join(
+                f'<td class="mono">{_e(format_value((row.get("metrics", {}).get(n) or {}).get("macro")))} '
+                f'<span class="muted">({_e((row.get("metrics", {}).get(n) or {}).get("queries", 0))})</span></td>'
+                for n in names
+            )
+            css = ' class="fail"' if failing else ""
+            title = f' title="{_e(", ".join(failing))}"' if failing else ""
+            body.append(
+                f"<tr{css}><td>{_e(slice_label(row))}</td><td>{_e(row.get('cases', 0))}</td><td{title}>{len(failing)}</td>"
+                + "".join(f"<td>{_e(status.get(s, 0))}</td>" for s in ("pass", "fail", "error", "not_applicable"))
+                + f"<td>{_e(rate)}</td>{values}</tr>"
+            )
+        tables.append(
+            f"<h3>{_e(retriever)}</h3>\n<table class=\"metrics slices\"><thead>{head}</thead><tbody>{''.join(body)}</tbody></table>"
+        )
+    if not tables:
+        return ""
+    return (
+        '<section id="slices"><h2>Slices, worst first</h2>'
+        '<p class="muted">Every aggregate per case tag and per tenant (a case counts in each of its tags), sorted by '
+        "the share of cases with a hard failure, then evidence coverage, then the soft rate. Metric values are macro "
+        "averages over the slice's queries (count in brackets).</p>" + "".join(tables) + "</section>"
     )
 
 
@@ -218,14 +274,14 @@ def _hit_cell(hit: Mapping[str, Any] | None, marks: Marks) -> str:
     )
 
 
-def _violation(number: int, retriever: str, violation: Mapping[str, Any]) -> str:
+def _violation(number: int, retriever: str, violation: Mapping[str, Any], *, opened: bool = True) -> str:
     marks = violation_marks(violation)
     base = violation.get("base") or {}
     follow = violation.get("follow_up") or {}
     before, after = base.get("ranking") or [], follow.get("ranking") or []
     rows = "".join(
-        f'<tr><td class="mono">{row.rank}</td>{_hit_cell(row.before, marks)}{_hit_cell(row.after, marks)}'
-        f'<td class="muted">{_e(row.moved)}</td></tr>'
+        f'<tr{_culprit_row(marks, row.after)}><td class="mono">{row.rank}</td>{_hit_cell(row.before, marks)}'
+        f'{_hit_cell(row.after, marks)}<td class="muted">{_e(row.moved)}{_culprit_badge(marks, row.after)}</td></tr>'
         for row in diff_rows(before, after)
     )
     diff = (
@@ -233,17 +289,26 @@ def _violation(number: int, retriever: str, violation: Mapping[str, Any]) -> str
         "<thead><tr><th>#</th><th>base</th><th>follow-up</th><th>move</th></tr></thead>"
         f"<tbody>{rows}</tbody></table>"
         '<p class="muted"><span class="mark m-gold">G</span> gold evidence · <span class="mark m-injected">+</span>'
-        ' injected by the perturbation · <span class="mark m-removed">-</span> removed by the perturbation</p>'
+        ' injected by the perturbation · <span class="mark m-removed">-</span> removed by the perturbation'
+        + (' · <span class="breaks">breaks the relation</span> highlighted row' if marks.culprits else "")
+        + "</p>"
     )
+    for side, data in (("base", base), ("follow-up", follow)):
+        if data.get("invalid"):
+            diff = f'<p class="rejected">{side} call rejected by the response check: {_e(data["invalid"])}</p>' + (
+                diff if before or after else ""
+            )
     bm, fm = base.get("metrics") or {}, follow.get("metrics") or {}
     metric_rows = "".join(
         f'<tr class="{"changed" if old != new else ""}"><td><code>{_e(label)}</code></td>'
         f'<td class="mono">{_e(format_value(old))}</td><td class="mono">{_e(format_value(new))}</td></tr>'
         for label, old, new in metric_pairs(bm, fm)
     )
+    # A rejected response has no ranking to measure: its metrics would read as a fake change from n/a.
+    rejected = bool(base.get("invalid") or follow.get("invalid"))
     metrics = (
         '<table class="metrics"><thead><tr><th>metric</th><th>base</th><th>follow-up</th></tr></thead>'
-        f"<tbody>{metric_rows}</tbody></table>" if metric_rows else ""
+        f"<tbody>{metric_rows}</tbody></table>" if metric_rows and not rejected else ""
     )
     perturbation = violation.get("perturbation") or {}
     minimal = violation.get("minimal_corpus") or []
@@ -260,22 +325,79 @@ def _violation(number: int, retriever: str, violation: Mapping[str, Any]) -> str
                             f"{_e(violation.get('calls_shrinking'))} shrinking"),
         ("replay", f"<code>{_e(command)}</code>" if command else '<span class="muted">no replay file saved</span>'),
     ]
-    opened = " open" if number <= _OPEN_VIOLATIONS else ""
     return (
-        f'<details class="violation" id="v{number}"{opened}><summary><h3>{number}. '
-        f"<code>{_e(violation.get('relation'))}</code></h3> · case <code>{_e(violation.get('case'))}</code> · "
+        f'<details class="violation" id="v{number}"{" open" if opened else ""}><summary>'
+        f"<code>{_e(violation.get('relation'))}</code> · case <code>{_e(violation.get('case'))}</code> · "
         f"retriever <code>{_e(retriever)}</code></summary>"
         "<dl>" + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts) + "</dl>"
         f"{diff}{metrics}</details>"
     )
 
 
+def _culprit_row(marks: Marks, hit: Mapping[str, Any] | None) -> str:
+    return ' class="culprit"' if marks.breaks(hit) else ""
+
+
+def _culprit_badge(marks: Marks, hit: Mapping[str, Any] | None) -> str:
+    return ' <span class="breaks">breaks the relation</span>' if marks.breaks(hit) else ""
+
+
+def _group(number: int, group: Group, first: int) -> str:
+    """One violation group: headline, cases, the representative opened, the other cases listed."""
+    others = [r for r in group.results if r is not group.representative]
+    badge = "" if group.minimised else ' <span class="badge not-minimised">not minimised</span>'
+    rest = ""
+    if others:
+        items = "".join(
+            f"<li>case <code>{_e(r['case'])}</code>: {_e(snippet((r.get('violation') or {}).get('detail') or r.get('reason'), 200))}"
+            f" <span class=\"muted\">({_e(plural(len((r.get('violation') or {}).get('minimal_corpus') or ()), 'chunk'))})</span></li>"
+            for r in others
+        )
+        rest = f'<details class="others"><summary>{_e(plural(len(others), "other case"))}</summary><ul>{items}</ul></details>'
+    concern = group.concern.name.lower().replace("_", "-")
+    return (
+        f'<section class="group concern-{concern}" id="{_e(group.anchor)}">'
+        f'<h3>{number}. <span class="concern">{_e(group.concern.label)}</span> · <code>{_e(group.relation)}</code> · '
+        f"retriever <code>{_e(group.retriever)}</code> · {_e(plural(len(group.cases), 'case'))}{badge}</h3>"
+        f'<p class="muted">Smallest minimal case shown: <code>{_e(group.representative["case"])}</code>.</p>'
+        + _violation(first, group.retriever, group.representative["violation"], opened=number <= _OPEN_VIOLATIONS)
+        + rest
+        + "</section>"
+    )
+
+
 def _violations(report: Mapping[str, Any]) -> str:
-    found = [(r["retriever"], r["violation"]) for r in ordered_results(report) if r.get("violation")]
-    if not found:
+    groups = triage(report)
+    if not groups:
         return '<section id="violations"><h2>Violations</h2><p class="muted">No violations.</p></section>'
-    items = "".join(_violation(i, retriever, v) for i, (retriever, v) in enumerate(found, start=1))
-    return f'<section id="violations"><h2>Violations ({len(found)})</h2>{items}</section>'
+    total = sum(len(g.results) for g in groups)
+    order = (
+        '<p class="muted">Grouped by retriever × relation, worst first: tenant leaks, then contract breaches, then '
+        "other hard violations; groups whose corpus could not be minimised come last.</p>"
+    )
+    items = "".join(_group(i, g, i) for i, g in enumerate(groups, start=1))
+    return (
+        f'<section id="violations"><h2>Violations: {_e(plural(total, "violation"))} in {_e(plural(len(groups), "group"))}</h2>'
+        f"{order}{items}</section>"
+    )
+
+
+def _soft(report: Mapping[str, Any]) -> str:
+    breaks = soft_breaks(report)
+    if not breaks:
+        return ""
+    items = "".join(
+        f'<li><code>{_e(s.retriever)}</code> · <code>{_e(s.relation)}</code> held in {s.held} of {s.tested} '
+        f"perturbations ({s.held / s.tested:.0%})"
+        + (f'<div class="example">e.g. case <code>{_e(s.case)}</code>: <code>{_e(s.example["perturbation"])}</code>'
+           f" — {_e(s.example['detail'])}</div>" if s.example else "")
+        + "</li>"
+        for s in breaks
+    )
+    return (
+        '<section id="soft"><h2>Soft breaks</h2><p class="muted">Soft relations may break on a correct retriever: '
+        f'reported as rates with one example perturbation each, never as failures.</p><ul class="soft">{items}</ul></section>'
+    )
 
 
 def _retrievers(report: Mapping[str, Any]) -> str:
@@ -292,7 +414,8 @@ def _retrievers(report: Mapping[str, Any]) -> str:
 def render_html(report: Mapping[str, Any]) -> str:
     """The report as one self-contained HTML document (inline CSS and SVG; no script, fonts or network)."""
     sections: Sequence[str] = (
-        _header(report), _matrix(report), _violations(report), _plots(report), _retrievers(report)
+        _header(report), _matrix(report), _slices(report), _violations(report), _soft(report), _plots(report),
+        _retrievers(report),
     )
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

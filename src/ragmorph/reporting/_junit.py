@@ -11,7 +11,16 @@ from pathlib import Path
 from typing import Any
 
 from ..io import atomic_write_bytes
-from ._common import cells, ordered_results, relation_rows, retriever_names
+from ._common import (
+    cells,
+    format_value,
+    ordered_results,
+    relation_rows,
+    retriever_names,
+    slice_label,
+    slice_metrics,
+    worst_slices,
+)
 from ._terminal import render_violation
 
 __all__ = ["junit_tree", "write_junit"]
@@ -53,6 +62,8 @@ def junit_tree(report: Mapping[str, Any]) -> ET.ElementTree:
             ("cases_fingerprint", manifest.get("cases", {}).get("fingerprint", "")),
         ):
             ET.SubElement(properties, "property", name=name, value=_xml(value))
+        for row in worst_slices(report, retriever):
+            ET.SubElement(properties, "property", name=_xml(f"slice {slice_label(row)}"), value=_xml(_slice_value(report, row)))
         counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
         for strategy, relation, severity in relation_rows(report):
             cell = table.get((retriever, strategy, relation))
@@ -102,11 +113,24 @@ def junit_tree(report: Mapping[str, Any]) -> ET.ElementTree:
     return tree
 
 
+def _slice_value(report: Mapping[str, Any], row: Mapping[str, Any]) -> str:
+    """`cases=8 hard_failures=0 pass=54 fail=0 error=0 not_applicable=10 soft=36/36 GroupR@10=1.000(6) ...`."""
+    status, soft = row.get("status", {}), row.get("soft", {})
+    parts = [f"cases={row.get('cases', 0)}", f"cases_with_hard_failures={len(row.get('failing_cases') or ())}"]
+    parts += [f"{s}={status.get(s, 0)}" for s in ("pass", "fail", "error", "not_applicable")]
+    parts.append(f"soft={soft.get('held', 0)}/{soft.get('tested', 0)}")
+    for name in slice_metrics(report):
+        value = row.get("metrics", {}).get(name) or {}
+        parts.append(f"{name}={format_value(value.get('macro'))}({value.get('queries', 0)})")
+    return " ".join(parts)
+
+
 def write_junit(report: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
     """Write JUnit XML: per retriever a testsuite; per strategy x relation a testcase aggregated over cases.
 
     A hard violation in any case is a <failure> holding each minimal case; retriever errors are <error>;
-    a relation not applicable to any case is <skipped message=reason>; soft rates go to <system-out>.
+    a relation not applicable to any case is <skipped message=reason>; soft rates go to <system-out>. Slices (per
+    tag and tenant, worst first) are testsuite properties named `slice tag hr`, so they add no test counts.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -11,6 +11,7 @@ from typing import Any, TextIO
 from ._common import (
     EXIT_MEANING,
     Cell,
+    cell_label,
     cells,
     describe_filters,
     diff_rows,
@@ -18,16 +19,18 @@ from ._common import (
     format_value,
     gone_ids,
     metric_pairs,
-    ordered_results,
-    plural,
     relation_rows,
     replay_command,
     retriever_names,
+    slice_label,
+    slice_metrics,
     snippet,
     violation_marks,
+    worst_slices,
 )
+from ..triage import plural, soft_breaks, triage
 
-__all__ = ["ProgressBar", "render_report", "render_summary", "render_violation"]
+__all__ = ["ProgressBar", "render_report", "render_slices", "render_summary", "render_triage", "render_violation"]
 
 _ANSI = {"pass": "32", "fail": "1;31", "error": "33", "not_applicable": "2", "absent": "2", "bold": "1", "dim": "2"}
 
@@ -42,22 +45,6 @@ def _clean(text: Any) -> str:
 
 def _paint(text: str, style: str, color: bool) -> str:
     return f"\x1b[{_ANSI[style]}m{text}\x1b[0m" if color and style in _ANSI else text
-
-
-def _cell_text(cell: Cell | None) -> str:
-    if cell is None:
-        return "-"
-    total, counts = cell.total, cell.counts
-    if cell.status == "fail":
-        text = f"FAIL {counts['fail']}/{total}"
-        return text + (f" +{counts['error']} err" if counts["error"] else "")
-    if cell.status == "error":
-        return f"ERROR {counts['error']}/{total}"
-    if cell.status == "pass":
-        if cell.soft and cell.tested:
-            return f"{cell.rate:.0%} ({cell.held}/{cell.tested})"
-        return f"pass {counts['pass']}" + (f"/{total}" if counts["pass"] != total else "")
-    return "n/a" if cell.status == "not_applicable" else "-"
 
 
 def _cell_style(cell: Cell | None) -> str:
@@ -80,7 +67,7 @@ def render_summary(report: Mapping[str, Any], *, color: bool = False) -> str:
     retrievers = retriever_names(report)
     table = cells(report)
     rows = relation_rows(report)
-    texts = [[_cell_text(table.get((r, strategy, relation))) for r in retrievers] for strategy, relation, _ in rows]
+    texts = [[cell_label(table.get((r, strategy, relation))) for r in retrievers] for strategy, relation, _ in rows]
     names = [_clean(relation) for _, relation, _ in rows]
     name_width = max([len("relation"), *map(len, names)])
     widths = [max([len(_clean(r)), *(len(row[i]) for row in texts)]) for i, r in enumerate(retrievers)]
@@ -188,8 +175,12 @@ def render_violation(
         for row in diff_rows(before, after):
             left = _hit_text(row.before, marks, id_width, snippet_width)
             right = _hit_text(row.after, marks, id_width, snippet_width)
-            lines.append(f"  {row.rank:>3}  {left}  {right}  {row.moved}".rstrip())
+            culprit = marks.breaks(row.after)
+            line = f"{'>' if culprit else ' '} {row.rank:>3}  {left}  {right}  {row.moved}".rstrip()
+            lines.append(_paint(line, "fail", color) if culprit else line)
         legend = "  marks: G gold evidence, + injected by the perturbation, - removed by the perturbation"
+        if marks.culprits:
+            legend += "; > the row that breaks the relation"
         lines.append(_paint(legend, "dim", color))
         dropped = gone_ids(before, after)
         if dropped:
@@ -222,15 +213,86 @@ def _metric_lines(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[s
     return lines
 
 
+_SLICES_SHOWN = 8
+
+
+def render_slices(report: Mapping[str, Any], *, limit: int | None = _SLICES_SHOWN) -> str:
+    """Per retriever, the slices (case tags, tenants) worst first: cases, hard failures, statuses, soft rate and
+    the headline metrics (macro, with the number of queries); empty when the report has no slices."""
+    names = slice_metrics(report)
+    blocks = []
+    for retriever in retriever_names(report):
+        rows = worst_slices(report, retriever)
+        if not rows:
+            continue
+        shown = rows if limit is None else rows[:limit]
+        header = ["slice", "cases", "hard fails", "pass/fail/err/n-a", "soft rate", *names]
+        table = []
+        for row in shown:
+            status, soft = row.get("status", {}), row.get("soft", {})
+            values = [row.get("metrics", {}).get(name) or {} for name in names]
+            table.append(
+                [
+                    _clean(snippet(slice_label(row), 32)),
+                    str(row.get("cases", 0)),
+                    str(len(row.get("failing_cases") or ())),
+                    "/".join(str(status.get(s, 0)) for s in ("pass", "fail", "error", "not_applicable")),
+                    "-" if soft.get("rate") is None else f"{soft['rate']:.0%} ({soft['held']}/{soft['tested']})",
+                    *(f"{format_value(v.get('macro'))} ({v.get('queries', 0)})" for v in values),
+                ]
+            )
+        widths = [max(len(h), *(len(r[i]) for r in table)) for i, h in enumerate(header)]
+        lines = [f"slices of {_clean(retriever)}, worst first (hard fails = cases with a hard failure):"]
+        lines.append("  " + "  ".join(f"{h:<{w}}" for h, w in zip(header, widths)).rstrip())
+        lines += ["  " + "  ".join(f"{c:<{w}}" for c, w in zip(r, widths)).rstrip() for r in table]
+        if len(rows) > len(shown):
+            lines.append(f"  ... and {len(rows) - len(shown)} more slices (all are in the JSON and HTML reports)")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def render_triage(report: Mapping[str, Any], *, color: bool = False) -> str:
+    """The violation groups, worst first, one line each, then the soft breaks with one example perturbation."""
+    groups = triage(report)
+    lines = []
+    if groups:
+        lines.append(_paint(f"{plural(len(groups), 'violation group')}, worst first (group = retriever x relation):", "bold", color))
+        for number, group in enumerate(groups, start=1):
+            lines.append(_paint(f"  {number}. {_clean(group.headline())}", "fail" if number == 1 else "bold", color))
+    breaks = soft_breaks(report)
+    if breaks:
+        if lines:
+            lines.append("")
+        lines.append(_paint(f"{plural(len(breaks), 'soft break')} (rates, never failures):", "bold", color))
+        for soft in breaks:
+            lines.append(f"  {_clean(soft.headline())}")
+            if soft.example:
+                where = f" (case {_clean(soft.case)})" if soft.case else ""
+                lines.append(f"    e.g.{where} {_clean(snippet(soft.example['perturbation'], 100))}: "
+                             f"{_clean(snippet(soft.example['detail'], 140))}")
+    return "\n".join(lines)
+
+
 def render_report(report: Mapping[str, Any], *, color: bool = False, max_violations: int | None = None) -> str:
-    """The summary table followed by the violations (all, or the first `max_violations`) in report order."""
+    """The summary table, the triage, then each violation group's representative (all, or the first N groups)."""
     parts = [render_summary(report, color=color)]
-    found = [r for r in ordered_results(report) if r.get("violation")]
-    shown = found if max_violations is None else found[: max(max_violations, 0)]
-    for result in shown:
-        parts.append(render_violation(result["violation"], retriever=result["retriever"], color=color))
-    if len(found) > len(shown):
-        parts.append(f"... and {len(found) - len(shown)} more violations (every one is in the JSON and HTML reports)")
+    slices = render_slices(report)
+    if slices:
+        parts.append(slices)
+    triaged = render_triage(report, color=color)
+    if triaged:
+        parts.append(triaged)
+    groups = triage(report)
+    shown = groups if max_violations is None else groups[: max(max_violations, 0)]
+    for number, group in enumerate(shown, start=1):
+        others = [case for case in group.cases if case != group.representative["case"]]
+        heading = f"[{number}] {group.concern.label}" + (f"; also fails on {plural(len(others), 'case')}: {', '.join(others[:8])}"
+                                                         + (", ..." if len(others) > 8 else "") if others else "")
+        parts.append(_paint(_clean(heading), "bold", color) + "\n" + render_violation(
+            group.representative["violation"], retriever=group.retriever, color=color
+        ))
+    if len(groups) > len(shown):
+        parts.append(f"... and {plural(len(groups) - len(shown), 'more group')} (every violation is in the JSON and HTML reports)")
     return "\n\n".join(parts)
 
 

@@ -19,7 +19,7 @@ from ._backends import EXECUTORS
 from ._backends import backend_for as _backend_for
 from ._backends import batches as _batches
 from ._replay import REPLAY_SCHEMA, ReplayOutcome, replay
-from ._report import REPORT_SCHEMA, CheckReport
+from ._report import REPORT_SCHEMA, CheckReport, ViolationsFound
 from ._executor import CallCache, Executor, Probe, observation
 from ._search import search
 from ._spec import RetrieverSpec
@@ -43,6 +43,7 @@ __all__ = [
     "Settings",
     "Unit",
     "Violation",
+    "ViolationsFound",
     "check",
     "execute",
     "observation",
@@ -148,6 +149,7 @@ def check(
     jobs: int | None = None,
     executor: str | None = None,
     address: str | None = None,
+    concurrency: int | None = None,
 ) -> CheckReport:
     """Run every retriever x case x strategy family and return the CheckReport.
 
@@ -157,11 +159,12 @@ def check(
     stops after the first unit with a hard violation; the report then holds the units up to it.
 
     `jobs` > 1 runs the units in that many local processes; `executor` is one of EXECUTORS ("serial",
-    "processes", "ray"; `address` names an existing Ray cluster). Every executor gives the report a serial
-    run gives for the same seed, fail-fast included.
+    "processes", "ray"; `address` names an existing Ray cluster). `concurrency` runs that many units' batches at
+    once in threads of each process, for retrievers that mostly wait (services). Every combination gives the
+    report a serial run gives for the same seed, fail-fast included.
     """
     cases = tuple(cases)
-    backend = _backend_for(executor, jobs=jobs, address=address)
+    backend = _backend_for(executor, jobs=jobs, address=address, concurrency=concurrency)
     units = plan(
         retrievers, corpus, cases, strategies=strategies, ks=ks, max_examples=max_examples, seed=seed,
         derandomize=derandomize, replay_dir=replay_dir, timeout=timeout, traits=traits,

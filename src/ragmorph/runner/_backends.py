@@ -30,7 +30,7 @@ from ._determinism import without_local_constants
 from ._engine import Result, Unit, execute
 from ._executor import CallCache
 
-__all__ = ["EXECUTORS", "Backend", "Batch", "ProcessBackend", "RayBackend", "SerialBackend", "backend_for", "batches", "file_modules", "load_file_modules", "rebuild", "run_batch"]
+__all__ = ["EXECUTORS", "Backend", "Batch", "ProcessBackend", "RayBackend", "SerialBackend", "backend_for", "batches", "run_here", "file_modules", "load_file_modules", "rebuild", "run_batch"]
 
 Batch = tuple[Unit, ...]
 # What an executor yields per finished batch: its index in the run and each unit's results, in batch order.
@@ -75,15 +75,53 @@ class Backend(Protocol):
         ...
 
 
+def run_here(work: Sequence[tuple[int, Batch]], *, concurrency: int = 1, fail_fast: bool = False) -> Iterator[Finished]:
+    """Execute numbered batches in this process, `concurrency` at a time in threads; yields each as it finishes.
+
+    Threads suit retrievers that wait (a service, a database): N batches keep N calls in flight. Batches share
+    nothing but the process, so the results are those of running them one by one.
+    """
+    if concurrency <= 1:
+        for number, batch in work:
+            yield number, run_batch(batch, fail_fast)
+        return
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+    upcoming = iter(work)
+    # Entered once around every thread: each batch's own entry then only nests.
+    with without_local_constants(), ThreadPoolExecutor(concurrency, thread_name_prefix="ragmorph-batch") as pool:
+        running: dict[Any, int] = {}
+
+        def top_up() -> None:
+            # Batches are started in plan order and only as slots free up, so a fail-fast stop wastes little.
+            for number, batch in upcoming:
+                running[pool.submit(run_batch, batch, fail_fast)] = number
+                if len(running) >= concurrency:
+                    return
+
+        top_up()
+        try:
+            while running:
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    yield running.pop(future), future.result()
+                top_up()
+        finally:
+            for future in running:
+                future.cancel()
+
+
 class SerialBackend:
-    """Every batch in this process, one after the other."""
+    """Every batch in this process: one after the other, or `concurrency` at a time in threads."""
 
     name = "serial"
 
+    def __init__(self, concurrency: int = 1) -> None:
+        self.concurrency = concurrency
+
     def run(self, work: Sequence[Batch], fail_fast: bool = False) -> Iterator[Finished]:
-        """Execute the batches in order, here."""
-        for index, batch in enumerate(work):
-            yield index, run_batch(batch, fail_fast)
+        """Execute the batches here."""
+        yield from run_here(list(enumerate(work)), concurrency=self.concurrency, fail_fast=fail_fast)
 
 
 # --------------------------------------------------------------------------------------- shipping units
@@ -183,7 +221,8 @@ def _main_script_targets(work: Sequence[Batch]) -> list[str]:
 
 
 class ProcessBackend:
-    """Batches in `jobs` local worker processes, each a fresh interpreter that builds its retrievers from their spec.
+    """Batches in `jobs` local worker processes (each running `concurrency` at a time in threads), each a fresh
+    interpreter that builds its retrievers from their spec.
 
     Workers are plain `python -m ragmorph.runner._worker` processes fed pickles over a pipe, not a
     multiprocessing pool: nothing of the caller's main script runs in them (no `if __name__ == "__main__"` guard
@@ -192,8 +231,9 @@ class ProcessBackend:
 
     name = "processes"
 
-    def __init__(self, jobs: int) -> None:
+    def __init__(self, jobs: int, concurrency: int = 1) -> None:
         self.jobs = jobs
+        self.concurrency = concurrency
 
     def run(self, work: Sequence[Batch], fail_fast: bool = False) -> Iterator[Finished]:
         """Execute the batches in worker processes; yields each as it finishes."""
@@ -211,7 +251,7 @@ class ProcessBackend:
         _check_picklable(work, "worker processes")
         corpora, index = _corpora(work)
         modules = file_modules(list(_targets(work).values()))
-        with WorkerPool(min(self.jobs, len(work)), corpora=corpora, modules=modules) as pool:
+        with WorkerPool(min(self.jobs, len(work)), corpora=corpora, modules=modules, concurrency=self.concurrency) as pool:
             yield from pool.run([tuple(_strip(u, index) for u in batch) for batch in work], fail_fast)
 
 
@@ -253,9 +293,10 @@ class RayBackend:
 
     name = "ray"
 
-    def __init__(self, address: str | None = None, jobs: int | None = None) -> None:
+    def __init__(self, address: str | None = None, jobs: int | None = None, concurrency: int = 1) -> None:
         self.address = address
         self.jobs = jobs
+        self.concurrency = concurrency
 
     def _connect(self, ray: Any) -> bool:
         """Connect to the cluster; True when this backend started Ray (and so shuts it down)."""
@@ -303,7 +344,8 @@ class RayBackend:
         try:
             corpora, index = _corpora(work)
             slots = self.jobs or max(1, int(ray.cluster_resources().get("CPU", 1)))
-            actor = ray.remote(num_cpus=1)(_RayWorker)
+            # A threaded actor runs `concurrency` batches at once (Ray's max_concurrency), as a local worker does.
+            actor = ray.remote(num_cpus=1, max_concurrency=self.concurrency)(_RayWorker)
             stored = ray.put(corpora)
             workers = [actor.remote(stored) for _ in range(min(slots, len(work)))]
             todo = list(enumerate(work))
@@ -314,9 +356,10 @@ class RayBackend:
                 n, batch = todo.pop()
                 running[worker.run.remote(tuple(_strip(u, index) for u in batch), fail_fast)] = (n, worker)
 
-            for worker in workers:
-                if todo:
-                    submit(worker)
+            for _ in range(self.concurrency):
+                for worker in workers:
+                    if todo:
+                        submit(worker)
             while running:
                 ready, _ = ray.wait(list(running), num_returns=1)
                 n, worker = running.pop(ready[0])
@@ -331,10 +374,17 @@ class RayBackend:
                 ray.shutdown()
 
 
-def backend_for(executor: str | None, *, jobs: int | None = None, address: str | None = None) -> Backend:
-    """The executor named `executor` ("serial", "processes", "ray"); None picks serial, or processes when jobs > 1."""
-    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs <= 0):
-        raise UsageError(f"expected jobs to be a positive integer, got jobs={describe(jobs)}")
+def backend_for(
+    executor: str | None, *, jobs: int | None = None, address: str | None = None, concurrency: int | None = None
+) -> Backend:
+    """The backend named `executor` (one of EXECUTORS); None picks serial, or processes when jobs > 1.
+
+    `concurrency` batches run at once in threads of each process (default 1).
+    """
+    for name, value in (("jobs", jobs), ("concurrency", concurrency)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+            raise UsageError(f"expected {name} to be a positive integer, got {name}={describe(value)}")
+    threads = concurrency or 1
     if executor is None:
         executor = "processes" if jobs is not None and jobs > 1 else "serial"
     if executor not in EXECUTORS:
@@ -344,7 +394,7 @@ def backend_for(executor: str | None, *, jobs: int | None = None, address: str |
     if executor == "serial":
         if jobs is not None and jobs > 1:
             raise UsageError(f"expected jobs=1 with executor 'serial', got jobs={jobs}; use executor 'processes'")
-        return SerialBackend()
+        return SerialBackend(threads)
     if executor == "processes":
-        return ProcessBackend(jobs or os.cpu_count() or 1)
-    return RayBackend(address=address, jobs=jobs)
+        return ProcessBackend(jobs or os.cpu_count() or 1, threads)
+    return RayBackend(address=address, jobs=jobs, concurrency=threads)

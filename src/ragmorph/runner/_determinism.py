@@ -10,6 +10,7 @@ runner draws, that pool is empty; everything else about Hypothesis's generation 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -17,26 +18,39 @@ from typing import Any
 __all__ = ["without_local_constants"]
 
 
+_LOCK = threading.Lock()
+_ENTERED = {"depth": 0, "original": None}
+
+
 @contextmanager
 def without_local_constants() -> Iterator[None]:
-    """Inside, Hypothesis draws no constants from local modules (restored on exit; a no-op if Hypothesis changes)."""
+    """Inside, Hypothesis draws no constants from local modules (restored on exit; a no-op if Hypothesis changes).
+
+    Re-entrant and thread-safe: batches running in several threads share one patch, undone when the last leaves.
+    """
     try:
         from hypothesis.internal.conjecture import providers
         from hypothesis.internal.constants_ast import Constants
     except ImportError:  # a future Hypothesis without the feature, or with it elsewhere: nothing to pin
         yield
         return
-    original = getattr(providers, "_get_local_constants", None)
     cache: Any = getattr(getattr(providers, "CONSTANTS_CACHE", None), "cache", None)
-    if original is None or not hasattr(cache, "clear"):
+    if getattr(providers, "_get_local_constants", None) is None or not hasattr(cache, "clear"):
         yield
         return
-    empty = Constants()
-    # The cache holds the constants a draw may use per choice type, local ones included: start and end clean.
-    cache.clear()
-    providers._get_local_constants = lambda: empty
+    with _LOCK:
+        if _ENTERED["depth"] == 0:
+            empty = Constants()
+            _ENTERED["original"] = providers._get_local_constants
+            # The cache holds the constants a draw may use per choice type, local ones included: start clean.
+            cache.clear()
+            providers._get_local_constants = lambda: empty
+        _ENTERED["depth"] += 1
     try:
         yield
     finally:
-        providers._get_local_constants = original
-        cache.clear()
+        with _LOCK:
+            _ENTERED["depth"] -= 1
+            if _ENTERED["depth"] == 0:
+                providers._get_local_constants = _ENTERED["original"]
+                cache.clear()

@@ -19,6 +19,7 @@ from ..relations import Observation, Relation, Severity, Verdict
 from ..strategies import FAMILIES, corpus_diff, relation_applies
 from ..strategies.contract import VALID_RESPONSE, covers
 from ._executor import CallCache, Executor, Probe, Step, run_after
+from ._minimise import drop_blocks, minimal_subset
 from ._search import search
 from ._spec import RetrieverSpec, start_world
 from ._violation import RetrieverViolation, observation_dict, perturbation_dict
@@ -79,7 +80,11 @@ class Result:
     reason: str | None = None
     rate: tuple[int, int] | None = None
     violation: RetrieverViolation | None = attrs.field(default=None, eq=False)
+    # A soft relation's first broken perturbation (repr and detail), shown next to its rate.
+    example: dict[str, str] | None = attrs.field(default=None, eq=False)
     base_metrics: dict[str, float | None] | None = attrs.field(default=None, eq=False, repr=False)
+    # The base-world ranking at the largest k, (id, score) per hit: what a later comparison pairs with.
+    base_ranking: tuple[tuple[str, float | None], ...] | None = attrs.field(default=None, eq=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON row of this result."""
@@ -93,7 +98,9 @@ class Result:
             "examples": self.examples,
             "retriever_calls": self.retriever_calls,
             "reason": self.reason,
-            "rate": None if self.rate is None else {"held": self.rate[0], "tested": self.rate[1]},
+            "rate": None if self.rate is None else {
+                "held": self.rate[0], "tested": self.rate[1], **({"example": self.example} if self.example else {})
+            },
             "violation": None if self.violation is None else self.violation.to_dict(),
         }
 
@@ -134,6 +141,7 @@ class _Tally:
     last_reason: str | None = None
     first_failure: _Violation | None = None
     calls_to_first_failure: int = 0
+    example: dict[str, str] | None = None
 
 
 def _judge(
@@ -155,7 +163,7 @@ def _invalid_reason(broken: Observation) -> str:
 
 
 def _search(
-    session: Executor,
+    executor: Executor,
     world: World,
     strategy: Any,
     relations: Sequence[Relation],
@@ -178,7 +186,7 @@ def _search(
         if state.get("error") is not None:
             return None
         try:
-            probe = session.run(perturbation.plan(world))
+            probe = executor.run(perturbation.plan(world))
         except RagmorphError as error:
             # Exceptions, timeouts and calls the retriever cannot take (filters it does not accept) prevent a
             # verdict; invalid responses do not get here (the probe records them as observations).
@@ -205,15 +213,17 @@ def _search(
                 if verdict.applicable:
                     tally.tested += 1
                     tally.held += bool(verdict.holds)
+                    if not verdict.holds and tally.example is None:
+                        tally.example = {"perturbation": key, "detail": verdict.detail}
                 else:
                     tally.last_reason = verdict.detail
         for relation, verdict in verdicts:
             if verdict.applicable and not verdict.holds and relation.name in targets:
-                violation = _Violation(relation, perturbation, probe, verdict, session)
+                violation = _Violation(relation, perturbation, probe, verdict, executor)
                 if not shrinking["on"]:
                     shrinking["on"] = True
                     tallies[relation.name].first_failure = violation
-                    tallies[relation.name].calls_to_first_failure = session.asked
+                    tallies[relation.name].calls_to_first_failure = executor.asked
                 return violation
         return None
 
@@ -249,29 +259,12 @@ def _judged(probe: Probe | str | None, relation: Relation, first: Probe) -> Prob
     return probe if verdict.applicable and not verdict.holds else None
 
 
-def _still_fails(session_for: Any, world: World, perturbation: Any, relation: Relation, first: Probe) -> Probe | None:
+def _still_fails(executor_for: Any, world: World, perturbation: Any, relation: Relation, first: Probe) -> Probe | None:
     try:
-        probe = session_for(world.corpus).run(perturbation.plan(world))
+        probe = executor_for(world.corpus).run(perturbation.plan(world))
     except RagmorphError:
         return None
     return _judged(probe, relation, first)
-
-
-def _drop_blocks(items: list[Any], works: Any, budget: dict[str, int]) -> list[Any]:
-    """Delta debugging: drop ever smaller blocks of `items` while `works(kept)` still holds (within budget)."""
-    block = max(1, len(items) // 2)
-    while items and budget["left"] > 0:
-        start, changed = 0, False
-        while start < len(items) and budget["left"] > 0:
-            trial = items[:start] + items[start + block :]
-            if works(trial):
-                items, changed = trial, True
-            else:
-                start += block
-        if block == 1 and not changed:
-            break
-        block = max(1, block // 2) if not changed or block > 1 else 1
-    return items
 
 
 def _needed_steps(
@@ -299,7 +292,7 @@ def _needed_steps(
         size = min(len(earlier), max(1, size * 2))
     if chosen is None:
         return None
-    chosen = _drop_blocks(chosen, works, budget)
+    chosen = drop_blocks(chosen, works, budget)
     return tuple((n, step_of[n]) for n in sorted(set(chosen) | pinned))
 
 
@@ -311,11 +304,11 @@ def _minimise(unit: Unit, cache: CallCache, resolved: Any, world: World, violati
     made again on every candidate's fresh index. When even all of them do not, the corpus stays whole and the
     reason says so.
     """
-    sessions: list[Executor] = []
+    executors: list[Executor] = []
     try:
-        return _minimise_with(unit, cache, resolved, world, violation, sessions)
+        return _minimise_with(unit, cache, resolved, world, violation, executors)
     finally:
-        for made in sessions:
+        for made in executors:
             try:
                 made.close()
             except RagmorphError:
@@ -323,35 +316,35 @@ def _minimise(unit: Unit, cache: CallCache, resolved: Any, world: World, violati
 
 
 def _minimise_with(
-    unit: Unit, cache: CallCache, resolved: Any, world: World, violation: _Violation, sessions: list[Executor]
+    unit: Unit, cache: CallCache, resolved: Any, world: World, violation: _Violation, executors: list[Executor]
 ) -> _Minimised:
     perturbation, relation = violation.perturbation, violation.relation
     timeout = unit.settings.timeout
 
-    def session_for(corpus: Corpus, shared: CallCache | None = cache) -> Executor:
-        session = Executor(unit.retriever, corpus, cache=shared or CallCache(), timeout=timeout, resolved=resolved)
-        sessions.append(session)
-        return session
+    def executor_for(corpus: Corpus, shared: CallCache | None = cache) -> Executor:
+        executor = Executor(unit.retriever, corpus, cache=shared or CallCache(), timeout=timeout, resolved=resolved)
+        executors.append(executor)
+        return executor
 
     def spent(**fields: Any) -> _Minimised:
-        return _Minimised(asked=sum(s.asked for s in sessions), calls=sum(s.calls for s in sessions), **fields)
+        return _Minimised(asked=sum(s.asked for s in executors), calls=sum(s.calls for s in executors), **fields)
 
     steps: tuple[tuple[int, Step], ...] = ()
     reason: str | None = None
 
     def reproduce(candidate: World) -> Probe | None:
         if not steps:
-            return _still_fails(session_for, candidate, perturbation, relation, violation.probe)
+            return _still_fails(executor_for, candidate, perturbation, relation, violation.probe)
         try:
             probe = run_after(
-                unit.retriever, perturbation.plan(candidate), steps, violation.sources, timeout=timeout, resolved=resolved, made=sessions
+                unit.retriever, perturbation.plan(candidate), steps, violation.sources, timeout=timeout, resolved=resolved, made=executors
             )
         except RagmorphError:
             return None
         return _judged(probe, relation, violation.probe)
 
     # A fresh index that has seen nothing else: does the world alone show the violation?
-    if _still_fails(lambda c: session_for(c, None), world, perturbation, relation, violation.probe) is None:
+    if _still_fails(lambda c: executor_for(c, None), world, perturbation, relation, violation.probe) is None:
         history_budget = {"left": _HISTORY_BUDGET}
 
         def try_steps(chosen: tuple[tuple[int, Step], ...]) -> bool:
@@ -379,15 +372,11 @@ def _minimise_with(
 
     pinned = set(perturbation.referenced_ids()) | {i for i in world.case.gold_ids if i in world.corpus}
     probes = _MINIMISE_BUDGET if not steps else max(15, min(_MINIMISE_BUDGET, _HISTORY_CALLS // (len(steps) + 2)))
-    budget = {"left": probes}
     best = (world, violation.probe)
 
-    def attempt(keep: Any) -> bool:
+    def works(keep: set[str]) -> bool:
         nonlocal best
-        if budget["left"] <= 0:
-            return False
-        budget["left"] -= 1
-        candidate = attrs.evolve(world, corpus=world.corpus.restricted(set(keep) | pinned))
+        candidate = attrs.evolve(world, corpus=world.corpus.restricted(keep | pinned))
         probe = reproduce(candidate)
         if probe is not None:
             best = (candidate, probe)
@@ -395,22 +384,8 @@ def _minimise_with(
 
     rest = [i for i in world.corpus.ids if i not in pinned]
     shown = {h.id for h in violation.probe.base.ranking.hits} | {h.id for h in violation.probe.follow.ranking.hits}
-    current = rest
-    if attempt(set()):
-        current = []
-    elif attempt({i for i in rest if i in shown}):
-        current = [i for i in rest if i in shown]
-    current = _drop_blocks(current, attempt, budget)
-    # 1-minimality post-pass: removing any one remaining chunk must make the violation go away.
-    one_minimal = True
-    for chunk_id in list(current):
-        if budget["left"] <= 0:
-            one_minimal = False
-            break
-        if attempt(set(current) - {chunk_id}):
-            current.remove(chunk_id)
-    if budget["left"] <= 0:
-        one_minimal = False
+    # Likeliest first: no other chunk at all, then the chunks either ranking showed.
+    current, one_minimal = minimal_subset(rest, works, budget=probes, first=(set(), {i for i in rest if i in shown}))
     final_world, final_probe = best
     if set(final_world.corpus.ids) != set(current) | pinned:
         final_world = attrs.evolve(world, corpus=world.corpus.restricted(set(current) | pinned))
@@ -469,19 +444,21 @@ def _violation_record(
         removed=tuple(sorted(removed)),
         one_minimal=minimised.one_minimal,
         minimal_reason=minimised.reason,
+        culprits=tuple(verdict.culprits),
         replay=replay,
     )
 
 
-def _base_metrics(session: Executor, unit: Unit, world: World) -> dict[str, float | None] | None:
+def _base_metrics(executor: Executor, unit: Unit, world: World) -> tuple[Any, tuple[tuple[str, float | None], ...] | None]:
     from ..metrics import evaluate, standard_metrics
 
     try:
-        ranking = session.observe_base(world)
+        ranking = executor.observe_base(world)
     except RagmorphError:
-        return None
+        return None, None
     # Keep the QueryScores object (not a plain dict): its numerators/denominators feed the micro averages and counts.
-    return evaluate(ranking, unit.case, standard_metrics(unit.settings.ks, claims=bool(unit.case.claims)), corpus=unit.corpus)
+    metrics = evaluate(ranking, unit.case, standard_metrics(unit.settings.ks, claims=bool(unit.case.claims)), corpus=unit.corpus)
+    return metrics, tuple((hit.id, hit.score) for hit in ranking.hits)
 
 
 def execute(unit: Unit, cache: CallCache | None = None) -> tuple[Result, ...]:
@@ -490,9 +467,14 @@ def execute(unit: Unit, cache: CallCache | None = None) -> tuple[Result, ...]:
     family = FAMILIES[unit.strategy]
     relations = family.relations
 
-    def rows(status: str, reason: str | None, examples: int = 0, calls: int = 0, metrics: Any = None) -> tuple[Result, ...]:
+    def rows(
+        status: str, reason: str | None, examples: int = 0, calls: int = 0, metrics: Any = None, ranking: Any = None
+    ) -> tuple[Result, ...]:
         return tuple(
-            Result(unit.retriever.name, unit.case.id, unit.strategy, r.name, r.severity.value, status, examples, calls, reason, base_metrics=metrics)
+            Result(
+                unit.retriever.name, unit.case.id, unit.strategy, r.name, r.severity.value, status, examples, calls,
+                reason, base_metrics=metrics, base_ranking=ranking,
+            )
             for r in relations
         )
 
@@ -518,45 +500,44 @@ def execute(unit: Unit, cache: CallCache | None = None) -> tuple[Result, ...]:
 def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, rows: Any) -> tuple[Result, ...]:
     family = FAMILIES[unit.strategy]
     relations = family.relations
-    session = executor
     world = start_world(unit.corpus, unit.case, unit.settings.ks)
-    base_metrics = _base_metrics(session, unit, world)
+    base_metrics, base_ranking = _base_metrics(executor, unit, world)
     reason = family.applicable(world)
     if reason is None and family.edits_corpus:
-        reason = session.corpus_edit_reason()
+        reason = executor.corpus_edit_reason()
     if reason is not None:
-        return rows("not_applicable", reason, calls=session.calls, metrics=base_metrics)
+        return rows("not_applicable", reason, calls=executor.calls, metrics=base_metrics, ranking=base_ranking)
     # Every family judges the retriever contract on the responses it sees; outside the contract family the
     # relation is only reported when it fails (the contract family's own row carries its pass).
     judged = relations if VALID_RESPONSE in relations else (*relations, VALID_RESPONSE)
     tallies = {r.name: _Tally() for r in judged}
-    missing = {r.name: sorted(set(r.requires) - session.traits) for r in judged}
-    not_judged = session.capabilities.filtering_not_judged
+    missing = {r.name: sorted(set(r.requires) - executor.traits) for r in judged}
+    not_judged = executor.capabilities.filtering_not_judged
     excused = {r.name for r in judged if r.judges_filtering and not_judged is not None}
     active = [r for r in judged if not missing[r.name] and r.name not in excused]
-    strategy = family.draw(world, ks=unit.settings.ks, delta=session.supports_delta, filters=session.capabilities.supports_filters)
+    strategy = family.draw(world, ks=unit.settings.ks, delta=executor.supports_delta, filters=executor.capabilities.supports_filters)
     targets = {r.name for r in active if r.severity is Severity.HARD}
     seen: set[str] = set()
     state: dict[str, Any] = {"error": None}
     found: dict[str, RetrieverViolation] = {}
     while targets and state["error"] is None:
-        violation = _search(session, world, strategy, active, targets, tallies, seen, unit, state)
+        violation = _search(executor, world, strategy, active, targets, tallies, seen, unit, state)
         if violation is None or state["error"] is not None:
             break
         name = violation.relation.name
         targets.discard(name)
-        calls_first = tallies[name].calls_to_first_failure or session.asked
-        if session.has_factory:
+        calls_first = tallies[name].calls_to_first_failure or executor.asked
+        if executor.has_factory:
             minimised = _minimise(unit, cache, resolved, world, violation)
         else:
             why = "black-box retriever: without a factory the runner cannot build an index over a smaller corpus"
             minimised = _Minimised(world, violation.probe, None, why, 0, 0)
-        shrinking = session.asked - calls_first + minimised.asked
+        shrinking = executor.asked - calls_first + minimised.asked
         found[name] = _violation_record(unit, violation, minimised, calls_first, shrinking)
-        session.calls += minimised.calls
+        executor.calls += minimised.calls
     if not targets and not found and state["error"] is None:
         # Only soft relations: one search to measure their rates.
-        _search(session, world, strategy, active, set(), tallies, seen, unit, state)
+        _search(executor, world, strategy, active, set(), tallies, seen, unit, state)
     results = []
     reported = relations if VALID_RESPONSE.name not in found else judged
     for relation in reported:
@@ -568,8 +549,9 @@ def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, ro
             relation=relation.name,
             severity=relation.severity.value,
             examples=len(seen),
-            retriever_calls=session.calls,
+            retriever_calls=executor.calls,
             base_metrics=base_metrics,
+            base_ranking=base_ranking,
         )
         rate = (tally.held, tally.tested) if tally.tested else None
         if relation.name in found:
@@ -588,5 +570,6 @@ def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, ro
             why = tally.last_reason or "no drawn perturbation could test this relation"
             results.append(Result(status="not_applicable", reason=why, **common))
         else:
-            results.append(Result(status="pass", reason=None, rate=rate, **common))
+            example = tally.example if relation.severity is Severity.SOFT else None
+            results.append(Result(status="pass", reason=None, rate=rate, example=example, **common))
     return tuple(results)

@@ -571,6 +571,9 @@ _IDENTITIES: list[tuple[Corpus, frozenset[int]]] = []
 
 def _identities(corpus: Corpus) -> frozenset[int]:
     """The identities of `corpus`'s chunk objects (the last corpus asked is remembered: it is the base)."""
-    if not _IDENTITIES or _IDENTITIES[0][0] is not corpus:
-        _IDENTITIES[:] = [(corpus, frozenset(map(id, corpus.chunks)))]
-    return _IDENTITIES[0][1]
+    # Read once and replaced whole: batches running in threads (--concurrency) each see a consistent entry.
+    entry = _IDENTITIES[0] if _IDENTITIES else None
+    if entry is None or entry[0] is not corpus:
+        entry = (corpus, frozenset(map(id, corpus.chunks)))
+        _IDENTITIES[:] = [entry]
+    return entry[1]

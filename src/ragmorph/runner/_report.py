@@ -13,9 +13,10 @@ from ..model import Case, Corpus
 from ..strategies import CATALOG
 from ..strategies.traits import Suggestion, suggest_traits
 from ._engine import Result, Settings
+from ._slices import slice_rows
 from ._spec import RetrieverSpec
 
-__all__ = ["REPORT_SCHEMA", "CheckReport"]
+__all__ = ["REPORT_SCHEMA", "CheckReport", "ViolationsFound"]
 
 REPORT_SCHEMA = "ragmorph.report/1"
 
@@ -38,6 +39,10 @@ def _declared_traits(spec: RetrieverSpec) -> frozenset[str]:
         return frozenset(spec.traits)
 
 
+class ViolationsFound(AssertionError):
+    """`CheckReport.assert_ok()` failed: the message is the triaged summary (groups, worst first, replays)."""
+
+
 @attrs.frozen
 class CheckReport:
     """The outcome of a run: results, base-world metrics per retriever, manifest; `to_dict()` is the JSON report."""
@@ -45,6 +50,10 @@ class CheckReport:
     results: tuple[Result, ...]
     manifest: dict[str, Any] = attrs.field(eq=False)
     metrics: dict[str, dict[str, Any]] = attrs.field(eq=False)
+    # retriever -> case id -> {"metrics", "ranking"} of the base world: what `ragmorph compare` pairs.
+    queries: dict[str, dict[str, Any]] = attrs.field(eq=False, factory=dict)
+    # retriever -> slice rows (per tag, per tenant), see runner._slices.
+    slices: dict[str, list[dict[str, Any]]] = attrs.field(eq=False, factory=dict)
     # Traits the run's evidence supports but the retriever does not declare (never applied, only suggested).
     suggestions: tuple[Suggestion, ...] = attrs.field(default=(), eq=False)
 
@@ -72,12 +81,20 @@ class CheckReport:
             sorted(results, key=lambda r: (r.retriever, case_order.get(r.case, 0), order.get(r.strategy, 0), r.relation))
         )
         metrics: dict[str, dict[str, Any]] = {}
+        scores: dict[str, dict[str, Any]] = {}
+        queries: dict[str, dict[str, Any]] = {}
         for spec in retrievers:
-            per_query: dict[str, dict[str, float | None]] = {}
+            per_query: dict[str, Any] = {}
+            observed: dict[str, Any] = {}
             for row in rows:
                 if row.retriever == spec.name and row.base_metrics is not None and row.case not in per_query:
                     per_query[row.case] = row.base_metrics
+                    observed[row.case] = {
+                        "metrics": dict(row.base_metrics),
+                        "ranking": [list(hit) for hit in row.base_ranking or ()],
+                    }
             metrics[spec.name] = aggregate(per_query).to_dict()["metrics"] if per_query else {}
+            scores[spec.name], queries[spec.name] = per_query, observed
         descriptions = descriptions or {}
         manifest = {
             "ragmorph_version": __version__,
@@ -98,7 +115,10 @@ class CheckReport:
         }
         declared = {spec.name: _declared_traits(spec) for spec in retrievers}
         suggestions = suggest_traits(rows, declared, CATALOG)
-        return cls(results=rows, manifest=manifest, metrics=metrics, suggestions=suggestions)
+        slices = slice_rows(rows, cases, scores)
+        return cls(
+            results=rows, manifest=manifest, metrics=metrics, queries=queries, slices=slices, suggestions=suggestions
+        )
 
     @property
     def summary(self) -> dict[str, int]:
@@ -119,6 +139,13 @@ class CheckReport:
             return int(ExitCode.ERRORS)
         return int(ExitCode.OK)
 
+    def assert_ok(self) -> None:
+        """Raise ViolationsFound with the triaged summary unless every hard relation holds and no error occurred."""
+        if self.exit_code != int(ExitCode.OK):
+            from ..triage import summary_text
+
+            raise ViolationsFound(summary_text(self.to_dict()))
+
     @property
     def violations(self) -> tuple[Result, ...]:
         """The failed results (each with its violation record)."""
@@ -131,6 +158,8 @@ class CheckReport:
             "manifest": self.manifest,
             "results": [r.to_dict() for r in self.results],
             "metrics": self.metrics,
+            "queries": self.queries,
+            "slices": self.slices,
             "summary": self.summary,
             "suggestions": [s.to_dict() for s in self.suggestions],
         }

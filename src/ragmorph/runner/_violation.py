@@ -69,6 +69,8 @@ class RetrieverViolation(Violation):
     removed: tuple[str, ...]
     one_minimal: bool | None
     minimal_reason: str | None
+    # The follow-up ids that break the relation, when it names them (renderers highlight their rows).
+    culprits: tuple[str, ...] = ()
     replay: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -87,6 +89,7 @@ class RetrieverViolation(Violation):
             "removed": list(self.removed),
             "one_minimal": self.one_minimal,
             "minimal_reason": self.minimal_reason,
+            "culprits": list(self.culprits),
             "calls_to_first_failure": self.calls_to_first_failure,
             "calls_shrinking": self.calls_shrinking,
             "replay": self.replay,

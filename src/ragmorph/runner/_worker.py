@@ -55,11 +55,12 @@ def main() -> None:
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # a print() in the user's retriever goes to stderr, never into the reply stream
     requests = sys.stdin.buffer
-    sys_path, modules, corpora_blob = pickle.load(requests)
+    sys_path, modules, corpora_blob, concurrency = pickle.load(requests)
     # The caller's import path first, so its modules (and its copy of ragmorph) are the ones found here.
     sys.path[:] = [*sys_path, *(p for p in sys.path if p not in sys_path)]
     try:
         from ._backends import load_file_modules, rebuild, run_batch
+        from ._determinism import without_local_constants
 
         load_file_modules(modules)
         corpora = pickle.loads(corpora_blob)
@@ -67,25 +68,37 @@ def main() -> None:
         _send(replies, (None, False, _portable(error)))
         return
     _send(replies, (None, True, b""))
-    while True:
-        message = pickle.load(requests)
-        if message is None:
-            return
-        number, payload, fail_fast = message
+    writing = threading.Lock()
+
+    def answer(number: int, payload: bytes, fail_fast: bool) -> None:
         try:
-            results = run_batch(rebuild(corpora, pickle.loads(payload)), fail_fast)
-            _send(replies, (number, True, pickle.dumps(results, protocol=_PROTOCOL)))
+            reply = (number, True, pickle.dumps(run_batch(rebuild(corpora, pickle.loads(payload)), fail_fast), protocol=_PROTOCOL))
         except BaseException as error:
-            _send(replies, (number, False, _portable(error)))
+            reply = (number, False, _portable(error))
+        with writing:  # replies of batches running in threads must not interleave on the pipe
+            _send(replies, reply)
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    # The caller keeps at most `concurrency` batches in flight here; each runs in a thread of its own.
+    with without_local_constants(), ThreadPoolExecutor(concurrency, thread_name_prefix="ragmorph-batch") as pool:
+        while True:
+            message = pickle.load(requests)
+            if message is None:
+                return
+            pool.submit(answer, *message)
 
 
 class WorkerPool:
-    """`size` worker processes fed batches by one thread each; `run` yields (index, results) as they finish."""
+    """`size` worker processes, each fed up to `concurrency` batches at a time by one thread; `run` yields
+    (index, results) as they finish."""
 
-    def __init__(self, size: int, *, corpora: Any, modules: Sequence[tuple[str, str]]) -> None:
+    def __init__(self, size: int, *, corpora: Any, modules: Sequence[tuple[str, str]], concurrency: int = 1) -> None:
         self.size = size
+        self.concurrency = concurrency
         self._setup = pickle.dumps(
-            ([p for p in sys.path if p], tuple(modules), pickle.dumps(corpora, protocol=_PROTOCOL)), protocol=_PROTOCOL
+            ([p for p in sys.path if p], tuple(modules), pickle.dumps(corpora, protocol=_PROTOCOL), concurrency),
+            protocol=_PROTOCOL,
         )
         self._processes: list[subprocess.Popen[bytes]] = []
 
@@ -113,9 +126,18 @@ class WorkerPool:
                 process.wait()
 
     def _serve(self, process: subprocess.Popen[bytes], todo: queue.Queue, done: queue.Queue, fail_fast: bool) -> None:
-        """One worker's feeder: wait for its ready message, then hand it batches until none are left."""
-        label = "setting up"
+        """One worker's feeder: wait for its ready message, then keep up to `concurrency` batches in flight."""
         requests, replies = cast(BinaryIO, process.stdin), cast(BinaryIO, process.stdout)
+        labels: dict[int, str] = {}
+
+        def send_next() -> None:
+            try:
+                number, payload, label = todo.get_nowait()
+            except queue.Empty:
+                return
+            labels[number] = label
+            _send(requests, (number, payload, fail_fast))
+
         try:
             # Written here, not at start: every worker starts its interpreter while the others are fed.
             requests.write(self._setup)
@@ -124,19 +146,20 @@ class WorkerPool:
             if not ready[1]:
                 done.put((None, False, ready[2]))
                 return
-            while True:
-                try:
-                    number, payload, label = todo.get_nowait()
-                except queue.Empty:
-                    return
-                _send(requests, (number, payload, fail_fast))
-                done.put(pickle.load(replies))
+            for _ in range(self.concurrency):
+                send_next()
+            while labels:
+                reply = pickle.load(replies)
+                labels.pop(reply[0], None)
+                done.put(reply)
+                send_next()
         except (EOFError, OSError, ValueError, pickle.UnpicklingError):  # ValueError: the pool closed the pipe
             try:
                 code: int | None = process.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 code = None
-            error = RetrieverFailed(f"a ragmorph worker process (pid {process.pid}) exited with code {code} while {label}")
+            what = " or ".join(sorted(labels.values())) or "setting up"
+            error = RetrieverFailed(f"a ragmorph worker process (pid {process.pid}) exited with code {code} while {what}")
             done.put((None, False, _portable(error)))
 
     def run(self, batches: Sequence[Any], fail_fast: bool = False) -> Iterator[tuple[int, Any]]:
