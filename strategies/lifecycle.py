@@ -151,6 +151,10 @@ class AgainstFresh(PerturbationBase):
     removed: tuple[str, ...] = ()
     added: tuple[Chunk, ...] = ()
 
+    def base(self, world: World) -> World:
+        """The edited world: a fresh index of it answers the base call."""
+        return self.apply(world)
+
     def apply(self, world: World) -> World:
         """The edited world."""
         corpus = world.corpus
@@ -168,7 +172,7 @@ class AgainstFresh(PerturbationBase):
         edit = {"delta": Edit.DELTA, "update": Edit.UPDATE, "index": Edit.INDEX}[self.edit]
         return Plan(
             (
-                Call(self.base(world)),
+                Call(PerturbationBase.base(self, world)),
                 Call(edited, Instance.FRESH, role=Role.BASE),
                 Call(edited, Instance.BASE, edit, Role.FOLLOW),
             )

@@ -177,7 +177,7 @@ def _search(
     shrinking = {"on": False}
     delegate = None
     if unit.settings.contract_unit and unit.strategy != "contract":
-        supports_filters = bool(session.capabilities.supports_filters)
+        supports_filters = bool(executor.capabilities.supports_filters)
 
         def delegate(asked: World) -> bool:
             return covers(world, asked, ks=unit.settings.ks, filters=supports_filters)
