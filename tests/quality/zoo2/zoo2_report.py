@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     world = demo_world()
     cases = [c for c in world.cases if not args.cases or c.id in args.cases.split(",")]
     members = [m for m in ZOO2 if not args.members or m.name in args.members]
-    controls = [Zoo2Member("control: PlainBM25", PlainBM25, "-", "none (correct)")] if not args.members else []
+    controls = [Zoo2Member("control: PlainBM25", PlainBM25, "-", "none (correct)", (), ())] if not args.members else []
     print(f"{len(world.corpus)} chunks, cases {[c.id for c in cases]}, seed {args.seed}, default check() settings")
     header = f"{'bug':36} {'detected':8} {'calls->1st':>10} {'shrinking':>9} {'minimal':>7} {'secs':>5}  relations"
     print(header)
