@@ -19,6 +19,7 @@ STRATEGIES = ROOT / "strategies"
 LAYERS: dict[str, int] = {
     "errors": 0,
     "model": 0,
+    "secrets": 0,
     "metrics": 1,
     "io": 1,
     "worlds": 1,

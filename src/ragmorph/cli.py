@@ -43,15 +43,17 @@ _EXIT_CODES_HELP = "exit codes:\n" + "".join(f"  {int(code)}  {code.meaning}\n" 
 
 
 def format_error(error: BaseException) -> str:
-    """One line for stderr: `file:line: field 'x': message` for input errors, the message otherwise."""
+    """One line for stderr: `file:line: field 'x': message` for input errors, the message otherwise (secrets hidden)."""
+    from .secrets import redact
+
     if isinstance(error, InputError):
         where = [str(error.file)] if error.file is not None else []
         if error.file is not None and error.line is not None:
             where[0] += f":{error.line}"
         if error.field is not None:
             where.append(f"field {error.field!r}")
-        return ": ".join([*where, error.message])
-    return str(error).replace("\n", " ")
+        return redact(": ".join([*where, error.message]))
+    return redact(str(error).replace("\n", " "))
 
 
 def _exit_code_for(error: RagmorphError) -> int:
@@ -296,7 +298,7 @@ def _warn_unjudged(runs: Mapping[str, Any], judged: Mapping[str, Any], err: Text
 
 
 def render_metrics_summary(data: Mapping[str, Any], names: Sequence[str]) -> str:
-    """A table per k (macro, micro, queries) from a `ragmorph.metrics/1` dict, then the counts."""
+    """A table per k (macro, micro, queries, errored) from a `ragmorph.metrics/1` dict, then the counts."""
     from .metrics import parse_metric
 
     metrics = data.get("metrics", {})
@@ -308,9 +310,10 @@ def render_metrics_summary(data: Mapping[str, Any], names: Sequence[str]) -> str
         rows = []
         for name in group:
             value = metrics.get(name, {})
-            rows.append([name, _fmt(value.get("macro")), _fmt(value.get("micro")), str(value.get("queries", 0))])
+            rows.append([name, _fmt(value.get("macro")), _fmt(value.get("micro")), str(value.get("queries", 0)),
+                         str(value.get("errored", 0))])
         title = f"k={k}" if k is not None else "no cutoff"
-        blocks.append(f"{title}\n" + _table(["metric", "macro", "micro", "queries"], rows))
+        blocks.append(f"{title}\n" + _table(["metric", "macro", "micro", "queries", "errored"], rows))
     counts = data.get("counts", {})
     if counts:
         blocks.append("counts: " + "  ".join(f"{key}={value}" for key, value in counts.items()))
@@ -338,8 +341,9 @@ def print_outcome(
 ) -> None:
     """The summary table, the triaged violation groups and the first `limit` groups' minimal cases (with replay)."""
     from .reporting import render_report
+    from .secrets import redact_data
 
-    out.write(render_report(report, max_violations=limit) + "\n")
+    out.write(render_report(redact_data(report), max_violations=limit) + "\n")
 
 
 def _write_reports(
@@ -431,16 +435,18 @@ def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         for entry in config.retrievers
         if is_file_spec(entry.spec)
     }
+    baseline_file = _existing_file(args.baseline, "--baseline")
     _check_outputs(
         {"--corpus": config.corpus, "--cases": config.cases, "--beir": config.beir, "--config": config.path,
-         **retriever_files},
+         "--baseline": baseline_file, **retriever_files},
         {w.flag: getattr(config, w.name) and str(getattr(config, w.name)) for w in WRITERS.values()},
         {"--replay-dir": config.replay_dir and str(config.replay_dir)},
     )
     from .config import load_world
-    from .reporting import ProgressBar
+    from .reporting import ProgressBar, load_report
     from .runner import check
 
+    baseline = load_report(baseline_file) if baseline_file is not None else None  # read before any report is written
     corpus, cases = load_world(
         corpus=config.corpus, cases=config.cases, format=config.format, beir=config.beir, split=config.split,
         source=source,
@@ -477,10 +483,108 @@ def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         data, out, json_path=config.json and str(config.json), junit=config.junit and str(config.junit),
         html=config.html and str(config.html),
     )
-    return int(report.exit_code)
+    if baseline is None:
+        return int(report.exit_code)
+    from .reporting import render_comparison
+
+    comparison = _comparison_of(
+        baseline, data, cases, corpus, args,
+        {"baseline": f"report {args.baseline}", "candidate": "this run"},
+    )
+    out.write("\n" + render_comparison(comparison) + "\n")
+    # Violations of this run come first (exit 1 or 3); otherwise the comparison decides.
+    return int(report.exit_code) or int(comparison["summary"]["exit_code"])
 
 
 # ------------------------------------------------------------------------------------------------- replay
+
+
+def _critical_tags(values: Sequence[str] | None) -> tuple[str, ...]:
+    from .compare import CRITICAL_TAG
+
+    return tuple(dict.fromkeys(values)) if values else (CRITICAL_TAG,)
+
+
+def _comparison_of(
+    baseline: Mapping[str, Any], candidate: Mapping[str, Any], cases: Sequence[Any], corpus: Any,
+    args: argparse.Namespace, sources: Mapping[str, str],
+) -> dict[str, Any]:
+    from .compare import compare_reports
+
+    return compare_reports(
+        baseline, candidate, cases, corpus_fingerprint=corpus.fingerprint, critical_tags=_critical_tags(args.critical),
+        alpha=args.alpha, permutations=args.permutations, seed=args.seed or 0,
+        gate=list(args.gate) if args.gate else None, sources=sources,
+    )
+
+
+def command_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Pair a candidate retriever with a baseline (a retriever or a saved report) on the same corpus and cases."""
+    from .adapters import load_retriever
+    from .config import load_world, retriever_entries
+    from .reporting import load_report, render_comparison, write_comparison
+    from .runner import check
+
+    corpus_path = _existing_file(args.corpus, "--corpus")
+    cases_path = _existing_file(args.cases, "--cases")
+    baseline_file = Path(args.baseline) if args.baseline.endswith(".json") else None
+    if baseline_file is not None:
+        _existing_file(args.baseline, "--baseline")
+    outputs = {"--json": args.json, "--html": args.html, "--junit": args.junit}
+    _check_outputs({"--corpus": corpus_path, "--cases": cases_path, "--baseline": baseline_file}, outputs)
+    specs = {"candidate": args.candidate} if baseline_file is not None else {"baseline": args.baseline, "candidate": args.candidate}
+    entries = {side: retriever_entries([spec])[0] for side, spec in specs.items()}
+    if len({entry.name for entry in entries.values()}) < len(entries):
+        entries = {side: type(entry)(f"{entry.name}-{side}", entry.spec) for side, entry in entries.items()}
+    for entry in entries.values():
+        load_retriever(entry.spec)  # a typo is a usage error now, before any work starts
+    corpus, cases = load_world(corpus=corpus_path, cases=cases_path)
+    _require_some(cases, cases_path, "case")
+
+    def run(side: str) -> dict[str, Any]:
+        entry = entries[side]
+        report = check(
+            {entry.name: entry.spec}, corpus, cases, strategies=args.strategies, ks=args.k or DEFAULT_KS,
+            max_examples=args.max_examples or 25, seed=args.seed or 0, derandomize=args.derandomize,
+        )
+        return report.to_dict()
+
+    baseline = load_report(baseline_file) if baseline_file is not None else run("baseline")
+    candidate = run("candidate")
+    sources = {
+        "baseline": f"report {baseline_file}" if baseline_file is not None else f"retriever {args.baseline}",
+        "candidate": f"retriever {args.candidate}",
+    }
+    data = _comparison_of(baseline, candidate, cases, corpus, args, sources)
+    out.write(render_comparison(data) + "\n")
+    for path in write_comparison(data, json_path=args.json, html=args.html, junit=args.junit):
+        out.write(f"wrote {path}\n")
+    return int(data["summary"]["exit_code"])
+
+
+def _replay_stages(path: Path, args: argparse.Namespace, out: TextIO) -> int:
+    """`replay --stages`: replay on each prefix of a declared Pipeline and name the first stage that breaks."""
+    from .adapters import Pipeline, load_retriever
+    from .runner import attribute_stages
+
+    spec = args.retriever
+    if spec is None:
+        try:
+            stored = json.loads(path.read_text(encoding="utf-8")).get("retriever") or {}
+        except (OSError, ValueError, AttributeError):
+            stored = {}
+        spec = stored.get("spec") or stored.get("file")
+    target = load_retriever(spec) if spec else None
+    if not isinstance(target, Pipeline):
+        raise UsageError(
+            f"expected --stages with a retriever declared as ragmorph.adapters.Pipeline([...]), got "
+            f"{spec or 'no retriever spec in the file'}; pass --retriever MOD:ATTR naming the Pipeline"
+        )
+    found = attribute_stages(path, target)
+    for name, outcome in zip(found.stages, found.outcomes):
+        out.write(f"  {name:<24} {'breaks' if outcome.reproduced else 'holds'}\n")
+    out.write(found.detail + "\n")
+    return int(EXIT_VIOLATIONS if found.broken_at is not None else EXIT_OK)
 
 
 def command_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -488,6 +592,8 @@ def command_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     path = _existing_file(args.file, "FILE")
     from .runner import replay
 
+    if args.stages:
+        return _replay_stages(path, args, out)
     if args.retriever:
         from .adapters import load_retriever
 
@@ -713,6 +819,27 @@ def _command(
     return parser
 
 
+def _alpha(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a significance level in (0, 1) such as 0.05, got {text!r}")
+    return value
+
+
+def _comparison_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--critical", action="append", metavar="TAG",
+                        help="cases with this tag are critical (repeatable; default: the tag 'critical')")
+    parser.add_argument("--gate", type=_name_list, metavar="METRICS",
+                        help="metrics whose significant regression fails the comparison (default GroupR, nDCG, ClaimR, "
+                        "Unauthorized at the largest k)")
+    parser.add_argument("--alpha", type=_alpha, default=0.05, help="significance level after Holm adjustment (default 0.05)")
+    parser.add_argument("--permutations", type=_positive_int, default=10_000,
+                        help="random sign flips per metric when there are more than 14 queries (default 10000)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of every `ragmorph` command."""
     parser = argparse.ArgumentParser(
@@ -808,6 +935,38 @@ def build_parser() -> argparse.ArgumentParser:
     for writer in WRITERS.values():
         run.add_argument(writer.flag, metavar="FILE", help=writer.help)
 
+    run.add_argument("--baseline", metavar="REPORT.json", help="compare this run with a saved report (see `compare`)")
+    _comparison_options(run)
+
+    compare = _command(
+        commands,
+        "compare",
+        command_compare,
+        "Compare a candidate retriever with a baseline (a retriever, or a report.json written by `run`) on the same "
+        "corpus and cases: per query and k the metric deltas, evidence groups lost and gained, new and fixed "
+        "violations, and a paired randomisation test per metric. Exits 1 when a critical case (tag 'critical', or "
+        "--critical TAG) lost evidence or a gated metric got significantly worse.",
+        """
+        ragmorph compare --baseline ragmorph.adapters:BM25Retriever --candidate mypkg.search:factory \\
+            --corpus corpus.jsonl --cases cases.jsonl --html compare.html
+        ragmorph compare --baseline main-report.json --candidate adapter.py:factory --corpus corpus.jsonl \\
+            --cases cases.jsonl --critical billing --json compare.json --junit compare.xml
+        """,
+    )
+    compare.add_argument("--baseline", required=True, metavar="SPEC|REPORT.json", help="baseline retriever or saved report")
+    compare.add_argument("--candidate", required=True, metavar="[NAME=]MOD:ATTR", help="candidate retriever")
+    compare.add_argument("--corpus", required=True, help="native corpus.jsonl (the same snapshot the baseline saw)")
+    compare.add_argument("--cases", required=True, help="native cases.jsonl")
+    compare.add_argument("--strategies", type=_name_list, help="strategy families, comma separated (default: the default suite)")
+    compare.add_argument("--k", type=_int_list, help="cutoffs, comma separated (default 1,3,5,10)")
+    compare.add_argument("--max-examples", type=_positive_int, help="perturbations per unit (default 25)")
+    compare.add_argument("--seed", type=int, help="run and test seed (default 0)")
+    compare.add_argument("--derandomize", action="store_true", help="Hypothesis derandomize mode (for CI)")
+    _comparison_options(compare)
+    compare.add_argument("--json", metavar="FILE", help="write the ragmorph.compare/1 JSON")
+    compare.add_argument("--html", metavar="FILE", help="write a self-contained HTML comparison with a per-query delta plot")
+    compare.add_argument("--junit", metavar="FILE", help="write JUnit XML (a testcase per metric and per critical case)")
+
     replay = _command(
         commands,
         "replay",
@@ -821,6 +980,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     replay.add_argument("file", metavar="FILE", help="a ragmorph.replay/1 file written by `run` or `demo`")
     replay.add_argument("--retriever", metavar="MOD:ATTR", help="replay against this retriever instead of the saved one")
+    replay.add_argument("--stages", action="store_true",
+                        help="for a Pipeline([...]) retriever: replay on each prefix and name the first stage that breaks")
 
     strategies = _command(
         commands,

@@ -82,7 +82,7 @@ def test_metrics_over_trec_files_prints_macro_micro_and_counts(tmp_path: Path, c
     assert data["schema"] == "ragmorph.metrics/1"
     metrics = data["metrics"]
     # q1 top1 d1 relevant, q2 top1 d5 not: P@1 = (1 + 0) / 2; both find all their relevant docs by rank 3.
-    assert metrics["P@1"] == {"macro": 0.5, "micro": 0.5, "queries": 2}
+    assert metrics["P@1"] == {"macro": 0.5, "micro": 0.5, "queries": 2, "errored": 0}
     assert metrics["R@3"]["macro"] == 1.0
     assert metrics["Hit@1"]["macro"] == 0.5
     assert data["counts"]["queries"] == 2
@@ -264,7 +264,8 @@ def test_the_ci_workflow_commands_parse_and_name_existing_files() -> None:
         args = build_parser().parse_args(argv[1:])
         for path in (args.corpus, args.cases):
             assert (ROOT / path).is_file(), path
-        for spec in args.retriever:
+        specs = getattr(args, "retriever", None) or [getattr(args, "candidate")]
+        for spec in specs:
             target = spec.partition("=")[2].rpartition(":")[0]
             assert not target.endswith(".py") or (ROOT / target).is_file(), target
     assert any("pytest examples/pytest" in c for c in commands)

@@ -89,7 +89,7 @@ def test_the_timeout_is_a_retriever_timeout(server: RetrieverServer) -> None:
 
 
 def test_http_500_names_the_url_and_scrubs_the_echoed_token(server: RetrieverServer) -> None:
-    remote = HTTPRetriever(server.url("/error") + f"?api_key={API_KEY}&v=1", headers={"Authorization": TOKEN})
+    remote = HTTPRetriever(server.url("/error") + f"?api_key={API_KEY}&v=1", headers={"Authorization": TOKEN}, public=("v",))
     with pytest.raises(RetrieverFailed, match="HTTP 500") as caught:
         remote.retrieve("leave", k=1)
     error = caught.value
@@ -130,6 +130,7 @@ def test_secrets_never_appear_in_repr_description_capabilities_or_guarded_errors
     remote = HTTPRetriever(
         server.url("/error").replace("http://", "http://user:hunter2@") + f"?api_key={API_KEY}",
         headers={"Authorization": TOKEN, "X-Api-Key": "k3y-in-the-query-string", "X-Trace": "visible"},
+        public=("X-Trace",),
     )
     shown = " ".join([repr(remote), str(remote), remote.description, display_name(remote),
                       repr(describe_capabilities(remote).to_dict())])
@@ -180,4 +181,5 @@ def test_bad_urls_are_usage_errors() -> None:
 
 def test_redact_url_masks_user_info_and_secret_parameters() -> None:
     url = "https://me:pw@api.example.org/v1/search?token=abc&access_key=def&page=2"
-    assert redact_url(url) == "https://***@api.example.org/v1/search?token=***&access_key=***&page=2"
+    assert redact_url(url) == "https://***@api.example.org/v1/search?token=***&access_key=***&page=***"
+    assert redact_url(url, public=("page",)) == "https://***@api.example.org/v1/search?token=***&access_key=***&page=2"

@@ -33,15 +33,15 @@ def test_macro_is_the_mean_where_defined_and_micro_pools_parts() -> None:
     micro_p, micro_r = (1 + 2) / (2 + 2), (1 + 2) / (2 + 4)
     assert f1.micro == pytest.approx(2 * micro_p * micro_r / (micro_p + micro_r))
     assert summary.metrics["AP@4"].micro is None  # no natural pooled form
-    assert summary.metrics["EmptyOK"].to_dict() == {"macro": 1.0, "micro": 1.0, "queries": 1}
+    assert summary.metrics["EmptyOK"].to_dict() == {"macro": 1.0, "micro": 1.0, "queries": 1, "errored": 0}
 
 
 def test_counts_and_tags() -> None:
     summary = aggregate(_scores())
-    assert dict(summary.counts) == {"queries": 3, "gold_ids": 6, "returned_ids": 6}
+    assert dict(summary.counts) == {"queries": 3, "errored_queries": 0, "gold_ids": 6, "returned_ids": 6}
     assert list(summary.by_tag) == ["date", "hr"]
     hr = summary.by_tag["hr"]
-    assert dict(hr.counts) == {"queries": 2, "gold_ids": 6, "returned_ids": 6}
+    assert dict(hr.counts) == {"queries": 2, "errored_queries": 0, "gold_ids": 6, "returned_ids": 6}
     assert hr.metrics["R@4"].queries == 2
     date = summary.by_tag["date"]
     assert date.metrics["R@4"].macro == pytest.approx(3 / 4)
@@ -56,9 +56,9 @@ def test_explicit_tags_override_case_tags() -> None:
 
 def test_plain_dicts_give_macro_only_and_unknown_counts() -> None:
     summary = aggregate({"q1": {"P@2": 0.5, "custom": 3.0}, "q2": {"P@2": None, "custom": 1.0}})
-    assert summary.metrics["P@2"].to_dict() == {"macro": 0.5, "micro": None, "queries": 1}
+    assert summary.metrics["P@2"].to_dict() == {"macro": 0.5, "micro": None, "queries": 1, "errored": 0}
     assert summary.metrics["custom"].macro == 2.0
-    assert dict(summary.counts) == {"queries": 2, "gold_ids": None, "returned_ids": None}
+    assert dict(summary.counts) == {"queries": 2, "errored_queries": 0, "gold_ids": None, "returned_ids": None}
 
 
 def test_empty_input_and_bad_input() -> None:
@@ -66,7 +66,7 @@ def test_empty_input_and_bad_input() -> None:
     assert summary.to_dict() == {
         "schema": SCHEMA,
         "metrics": {},
-        "counts": {"queries": 0, "gold_ids": 0, "returned_ids": 0},
+        "counts": {"queries": 0, "errored_queries": 0, "gold_ids": 0, "returned_ids": 0},
         "by_tag": {},
     }
     with pytest.raises(UsageError, match="query 'q'"):
@@ -82,7 +82,7 @@ def test_to_dict_is_strict_json_with_the_contract_shape() -> None:
     assert document["schema"] == "ragmorph.metrics/1"
     assert set(document) == {"schema", "metrics", "counts", "by_tag"}
     for value in document["metrics"].values():
-        assert set(value) == {"macro", "micro", "queries"}
+        assert set(value) == {"macro", "micro", "queries", "errored"}
     assert set(document["by_tag"]["hr"]) == {"metrics", "counts"}
 
 

@@ -141,7 +141,7 @@ def test_aggregate_pools_claims_micro_and_keeps_the_name() -> None:
         "c": evaluate(Ranking.of(["ops-1"]), Case(id="c", query="q", evidence=[["ops-1"]]), "ClaimR@1", corpus=CORPUS),
     }
     summary = aggregate(per_query).to_dict()["metrics"]["ClaimR(judge=tokens)@1"]
-    assert summary == {"macro": pytest.approx(0.75), "micro": pytest.approx(2 / 3), "queries": 2}
+    assert summary == {"macro": pytest.approx(0.75), "micro": pytest.approx(2 / 3), "queries": 2, "errored": 0}
 
 
 _IDS = st.sampled_from(CORPUS.ids)

@@ -88,6 +88,16 @@ for _name in FAULTS:
     globals()[_name] = _factory(_name)
 
 
+class PartialOutage(BM25Retriever):
+    """Correct BM25, except that queries about resetting raise (one shard is down)."""
+
+    def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> Any:
+        """BM25's answer, or RuntimeError for a query containing 'reset'."""
+        if "reset" in query.lower():
+            raise RuntimeError("shard down")
+        return super().retrieve(query, k=k, filters=filters)
+
+
 def mutates_corpus_when_built(corpus: Corpus) -> BM25Retriever:
     """A factory that edits the corpus it was given, then indexes it."""
     built = BM25Retriever(corpus)

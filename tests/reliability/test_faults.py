@@ -162,3 +162,14 @@ def test_guard_refuses_timeouts_threads_cannot_wait_for(timeout: float) -> None:
     with pytest.raises(UsageError, match="finite timeout"):
         GuardedRetriever(faults.raises(CORPUS), timeout=timeout)
     assert threading.TIMEOUT_MAX < 1e300
+
+
+def test_metrics_say_how_many_cases_errored_next_to_every_average(tmp_path: Path) -> None:
+    data = check({"outage": faults.PartialOutage}, CORPUS, WORLD_CASES, strategies=["cutoff"], ks=(1, 3),
+                 max_examples=3).to_dict()
+    metrics = data["metrics"]["outage"]
+    assert metrics and all(value["queries"] <= 1 and value["errored"] == 1 for value in metrics.values())
+    from ragmorph.reporting import render_html
+
+    assert "1 case errored and is not in its averages" in render_html(data)
+    assert "(1 scored, 1 errored)" in render_html(data)

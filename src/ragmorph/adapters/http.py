@@ -24,9 +24,13 @@ body is the list itself; a numeric part indexes a list, e.g. ``"results.0.hits"`
 when the endpoint does not answer within `timeout` seconds, `RetrieverFailed` for connection errors and HTTP
 status >= 400, `InvalidResponse` for a body that is not JSON or lacks the mapped fields.
 
-**Secrets.** Header values whose name contains ``authorization``, ``key``, ``token``, ``secret``, ``cookie``
-or ``password`` are secret: `repr`, `description` and every error show them as ``***``, URLs are shown with
-user info and such query parameters masked, and secret values are scrubbed from response excerpts.
+**Secrets.** Every configured header value, query parameter value, URL user info and placeholder-free string
+in `request_template` is a secret unless its name is listed in `public` (header names compare
+case-insensitively; a template string is named by its key). `Content-Type`, `Accept`, `Accept-Encoding`,
+`Accept-Language` and `User-Agent` are public unless listed in `secret`. `repr`, `description` and every error
+show secrets as ``***``, and each value is registered with `ragmorph.secrets`, so every output ragmorph writes
+(terminal, JSON, JUnit, HTML, replay files) hides it too, also URL-encoded or JSON-escaped. Values shorter than
+four characters are shown (hiding every "5" would destroy a report); declare such parameters public.
 
 Filters are passed to the endpoint and not re-checked here: the service behind the URL is the system under
 test, and a leak it makes is exactly what ragmorph should report.
@@ -38,11 +42,12 @@ import json
 import re
 import threading
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from ..errors import InvalidResponse, RetrieverFailed, RetrieverTimeout, UsageError, describe
 from ..model import Filters, Hit
+from ..secrets import MASK, redact, register_secret
 
 __all__ = ["DEFAULT_REQUEST_TEMPLATE", "HTTPRetriever", "PLACEHOLDERS", "redact_url", "render_template"]
 
@@ -50,24 +55,20 @@ DEFAULT_REQUEST_TEMPLATE: dict[str, Any] = {"query": "${query}", "k": "${k}", "f
 PLACEHOLDERS: tuple[str, ...] = ("query", "k", "tenant", "current_only", "metadata", "filters")
 
 _PLACEHOLDER = re.compile(r"\$(?:(\$)|\{([A-Za-z_][A-Za-z0-9_]*)\}|(.|$))", re.DOTALL)
-_SECRET_NAME = re.compile(r"authorization|key|token|secret|cookie|password|passwd|signature|sig\b", re.IGNORECASE)
-_MASK = "***"
+# Content negotiation, not credentials: shown unless the user lists them in `secret`.
+DEFAULT_PUBLIC_HEADERS = frozenset({"content-type", "accept", "accept-encoding", "accept-language", "user-agent"})
 _EXCERPT = 200
 
 
-def _is_secret_name(name: str) -> bool:
-    return bool(_SECRET_NAME.search(name))
-
-
-def redact_url(url: str) -> str:
-    """`url` with user info and the values of secret-looking query parameters replaced by ``***``."""
+def redact_url(url: str, public: Collection[str] = ()) -> str:
+    """`url` with user info and every query parameter value not named in `public` replaced by ``***``."""
     parts = urllib.parse.urlsplit(url)
     netloc = parts.netloc
     if "@" in netloc:
-        netloc = f"{_MASK}@{netloc.rsplit('@', 1)[1]}"
+        netloc = f"{MASK}@{netloc.rsplit('@', 1)[1]}"
     pairs = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
     query = "&".join(
-        f"{urllib.parse.quote(name, safe='')}={_MASK if _is_secret_name(name) else urllib.parse.quote(value, safe='')}"
+        f"{urllib.parse.quote(name, safe='')}={urllib.parse.quote(value, safe='') if name in public else MASK}"
         for name, value in pairs
     )
     return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, ""))
@@ -136,16 +137,28 @@ def _query_params(rendered: Any) -> dict[str, str]:
     return params
 
 
-def _secret_values(url: str, headers: Mapping[str, str]) -> list[str]:
-    """Every secret string to scrub from messages, longest first (so a whole value goes before its parts)."""
+def _template_secrets(template: Any, public: Collection[str], key: str | None = None) -> list[str]:
+    """The placeholder-free strings of `template` (literal API keys and the like), except under `public` keys."""
+    if isinstance(template, str):
+        return [] if key in public or _PLACEHOLDER.search(template) else [template]
+    if isinstance(template, Mapping):
+        return [found for name, value in template.items() for found in _template_secrets(value, public, name)]
+    if isinstance(template, (list, tuple)):
+        return [found for value in template for found in _template_secrets(value, public, key)]
+    return []
+
+
+def _secret_values(
+    url: str, headers: Mapping[str, str], template: Any, public: Collection[str], public_headers: Collection[str]
+) -> list[str]:
+    """Every configured value that is not declared public (see the module docstring)."""
     parts = urllib.parse.urlsplit(url)
-    found = {value for name, value in headers.items() if _is_secret_name(name) and value}
-    found |= {value for name, value in urllib.parse.parse_qsl(parts.query) if _is_secret_name(name) and value}
+    found = {value for name, value in headers.items() if name.lower() not in public_headers and value}
+    found |= {value for name, value in urllib.parse.parse_qsl(parts.query) if name not in public and value}
     if parts.password:
-        found.add(parts.password)
-    # "Bearer abc123..." may be echoed as just the credential after the scheme word.
-    found |= {word for value in list(found) for word in value.split() if len(word) >= 8}
-    return sorted(found, key=len, reverse=True)
+        found.add(parts.password)  # the user name is masked in URLs shown, but it is not a secret on its own
+    found |= set(_template_secrets(template, public))
+    return sorted(found)
 
 
 _MISSING = object()
@@ -190,6 +203,8 @@ class HTTPRetriever:
         text_field: str | None = None,
         headers: Mapping[str, str] | None = None,
         timeout: float | None = 10.0,
+        public: Collection[str] = (),
+        secret: Collection[str] = (),
     ) -> None:
         try:
             import httpx
@@ -223,8 +238,13 @@ class HTTPRetriever:
         self.score_field = score_field
         self.text_field = text_field
         self.timeout = timeout
+        for name, names in (("public", public), ("secret", secret)):
+            if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+                raise UsageError(f"expected {name} to be a list of names, got {name}={describe(names)}")
+        self.public = frozenset(public)
+        self._public_headers = (DEFAULT_PUBLIC_HEADERS - {n.lower() for n in secret}) | {n.lower() for n in public}
         self._headers = {str(name): str(value) for name, value in (headers or {}).items()}
-        self._secrets = _secret_values(url, self._headers)
+        self._register_secrets()
         self._httpx = httpx
         self._client: Any = None
         self._lock = threading.Lock()
@@ -232,12 +252,12 @@ class HTTPRetriever:
     @property
     def safe_url(self) -> str:
         """The URL with secrets masked, as shown in messages."""
-        return redact_url(self.url)
+        return redact_url(self.url, self.public)
 
     @property
     def safe_headers(self) -> dict[str, str]:
-        """The headers with secret values masked."""
-        return {n: _MASK if _is_secret_name(n) else v for n, v in self._headers.items()}
+        """The headers with every value not declared public masked."""
+        return {n: v if n.lower() in self._public_headers else MASK for n, v in self._headers.items()}
 
     @property
     def description(self) -> str:
@@ -260,6 +280,11 @@ class HTTPRetriever:
         self.__dict__.update(state)
         self._httpx = httpx
         self._lock = threading.Lock()
+        self._register_secrets()  # a worker process writes outputs too
+
+    def _register_secrets(self) -> None:
+        for value in _secret_values(self.url, self._headers, self.request_template, self.public, self._public_headers):
+            register_secret(value)
 
     def __enter__(self) -> HTTPRetriever:
         return self
@@ -275,10 +300,7 @@ class HTTPRetriever:
             client.close()
 
     def _scrub(self, text: str) -> str:
-        text = text.replace(self.url, self.safe_url)
-        for secret in self._secrets:
-            text = text.replace(secret, _MASK)
-        return text
+        return redact(text.replace(self.url, self.safe_url))
 
     def _excerpt(self, text: str) -> str:
         text = self._scrub(text)

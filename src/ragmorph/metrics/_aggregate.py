@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -20,15 +20,17 @@ SCHEMA = "ragmorph.metrics/1"
 
 @attrs.frozen
 class MetricAggregate:
-    """One metric over many queries: macro (mean where defined), micro (pooled ratio) and queries counted."""
+    """One metric over many queries: macro (mean where defined), micro (pooled ratio), queries counted, and
+    `errored`: queries left out because the retriever failed on them (the averages do not cover those)."""
 
     macro: float | None
     micro: float | None
     queries: int
+    errored: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form: {"macro", "micro", "queries"}."""
-        return {"macro": self.macro, "micro": self.micro, "queries": self.queries}
+        """JSON form: {"macro", "micro", "queries", "errored"}."""
+        return {"macro": self.macro, "micro": self.micro, "queries": self.queries, "errored": self.errored}
 
 
 @attrs.frozen
@@ -69,7 +71,7 @@ def _micro_defined(name: str) -> bool:
         return False  # a caller's own metric key: macro only
 
 
-def _summarise(rows: Sequence[Mapping[str, Any]]) -> tuple[FrozenMap, FrozenMap]:
+def _summarise(rows: Sequence[Mapping[str, Any]], errored: int = 0) -> tuple[FrozenMap, FrozenMap]:
     names: dict[str, None] = {}
     for row in rows:
         for name in row:
@@ -86,9 +88,10 @@ def _summarise(rows: Sequence[Mapping[str, Any]]) -> tuple[FrozenMap, FrozenMap]
                 numerator = math.fsum(part[0] for part in pooled)  # type: ignore[index]
                 denominator = math.fsum(part[1] for part in pooled)  # type: ignore[index]
                 micro = numerator / denominator if denominator else None
-        metrics[name] = MetricAggregate(macro=macro, micro=micro, queries=len(values))
+        metrics[name] = MetricAggregate(macro=macro, micro=micro, queries=len(values), errored=errored)
     counts = {
         "queries": len(rows),
+        "errored_queries": errored,
         "gold_ids": _total(rows, "gold_ids"),
         "returned_ids": _total(rows, "returned_ids"),
     }
@@ -106,6 +109,7 @@ def aggregate(
     per_query: Mapping[str, Mapping[str, float | None]] | BatchResult,
     *,
     tags: Mapping[str, Sequence[str]] | None = None,
+    errored: Collection[str] = (),
 ) -> MetricsSummary:
     """Macro and micro averages of per-query metric values, with counts, overall and per tag.
 
@@ -113,6 +117,10 @@ def aggregate(
     an `evaluate_batch()` result. Micro averages need the (numerator, denominator) parts that `evaluate()`
     and `evaluate_batch()` attach; for plain dicts micro is None, as are gold_ids/returned_ids counts. Tags
     come from each case (carried by `evaluate()`), or from `tags` (query id -> tags) when given.
+
+    `errored` names queries that could not be scored because the retriever failed on them: they are not in the
+    averages, and every aggregate says how many there were (`errored`), so an average over the queries that
+    happened to work is never mistaken for one over all of them. Per tag, they count where `tags` names theirs.
     """
     if isinstance(per_query, BatchResult):
         per_query = per_query.per_query(tags)
@@ -122,14 +130,19 @@ def aggregate(
     for qid, row in per_query.items():
         if not isinstance(row, Mapping):
             raise UsageError(f"expected metric values for query {qid!r} as a mapping, got {describe(row)}")
-    metrics, counts = _summarise(rows)
+    failed = [qid for qid in dict.fromkeys(errored) if qid not in per_query]
+    metrics, counts = _summarise(rows, len(failed))
     by_tag_rows: dict[str, list[Mapping[str, Any]]] = {}
     for qid, row in per_query.items():
         row_tags = tags.get(qid, ()) if tags is not None else getattr(row, "tags", ())
         for tag in dict.fromkeys(row_tags):
             by_tag_rows.setdefault(tag, []).append(row)
+    failed_by_tag: dict[str, int] = {}
+    for qid in failed:
+        for tag in dict.fromkeys((tags or {}).get(qid, ())):
+            failed_by_tag[tag] = failed_by_tag.get(tag, 0) + 1
     by_tag = {}
     for tag in sorted(by_tag_rows):
-        tag_metrics, tag_counts = _summarise(by_tag_rows[tag])
+        tag_metrics, tag_counts = _summarise(by_tag_rows[tag], failed_by_tag.get(tag, 0))
         by_tag[tag] = MetricsSummary(metrics=tag_metrics, counts=tag_counts)
     return MetricsSummary(metrics=metrics, counts=counts, by_tag=FrozenMap(by_tag))

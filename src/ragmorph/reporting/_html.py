@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..io import atomic_write_text
+from ..secrets import redact_data
 from ._common import (
     EXIT_MEANING,
     Cell,
@@ -180,6 +181,13 @@ def _matrix(report: Mapping[str, Any]) -> str:
     )
 
 
+def _aggregate_text(value: Mapping[str, Any]) -> str:
+    """The macro average, with how many cases it leaves out because the retriever errored on them."""
+    text = format_value(value.get("macro"))
+    errored = int(value.get("errored") or 0)
+    return f"{text} ({value.get('queries', 0)} scored, {errored} errored)" if errored else text
+
+
 def _slices(report: Mapping[str, Any]) -> str:
     names = slice_metrics(report)
     tables = []
@@ -240,13 +248,21 @@ def _plots(report: Mapping[str, Any]) -> str:
     head = "<tr><th>metric</th>" + "".join(f"<th>{_e(r)}</th>" for r in retrievers) + "</tr>"
     rows = "".join(
         f"<tr><td><code>{_e(n)}</code></td>"
-        + "".join(f'<td class="mono">{_e(format_value((metrics[r].get(n) or {}).get("macro")))}</td>' for r in retrievers)
+        + "".join(f'<td class="mono">{_e(_aggregate_text(metrics[r].get(n) or {}))}</td>' for r in retrievers)
         + "</tr>"
         for n in names
     )
+    errored = {
+        r: max((int(value.get("errored") or 0) for value in metrics[r].values()), default=0) for r in retrievers
+    }
+    caveat = "".join(
+        f" {_e(r)}: {count} case{'s' if count != 1 else ''} errored and {'are' if count != 1 else 'is'} not in its averages."
+        for r, count in errored.items()
+        if count
+    )
     return (
         '<section id="metrics"><h2>Metrics of the base worlds</h2>'
-        '<p class="muted">Macro averages over cases at each cutoff k.</p>'
+        f'<p class="muted">Macro averages over cases at each cutoff k.{caveat}</p>'
         f'{legend(retrievers)}<div class="plots">{"".join(charts)}</div>'
         f'<details><summary>All metric values</summary><table class="metrics"><thead>{head}</thead>'
         f"<tbody>{rows}</tbody></table></details></section>"
@@ -432,5 +448,5 @@ def write_html(report: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
     """Write `render_html(report)` to `path` as UTF-8; returns the path."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(target, render_html(report))
+    atomic_write_text(target, render_html(redact_data(report)))
     return target

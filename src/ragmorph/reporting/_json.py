@@ -19,6 +19,7 @@ from typing import Any
 
 from ..errors import InputError, describe
 from ..io import atomic_write_bytes
+from ..secrets import redact_data
 
 __all__ = ["SCHEMA", "load_report", "report_schema", "validate_report", "write_json"]
 
@@ -158,6 +159,7 @@ def write_json(report: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
     """Validate `report` and write it as UTF-8 JSON (2-space indent, keys in the given order); returns the path."""
     target = Path(path)
     validate_report(report)
+    report = redact_data(report)
     text = json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     try:
         data = text.encode("utf-8")

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..io import atomic_write_bytes
+from ..secrets import redact_data
 from ._common import (
     cells,
     format_value,
@@ -135,6 +136,6 @@ def write_junit(report: Mapping[str, Any], path: str | os.PathLike[str]) -> Path
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     buffer = io.BytesIO()
-    junit_tree(report).write(buffer, encoding="utf-8", xml_declaration=True)
+    junit_tree(redact_data(report)).write(buffer, encoding="utf-8", xml_declaration=True)
     atomic_write_bytes(target, buffer.getvalue())
     return target

@@ -12,8 +12,10 @@ import attrs
 
 from ..adapters import Configured, load_retriever, locate_retriever
 from ..errors import ExitCode, InputError, RagmorphError, UsageError
+from ..io import atomic_write_text
 from ..model import Case, Chunk, Corpus, Filters, Params, World
 from ..relations import Relation
+from ..secrets import redact_data
 from ..strategies import perturbation_from_dict, relation
 from ..strategies.contract import VALID_RESPONSE
 from ._executor import CallCache, Executor, Step, run_after
@@ -88,7 +90,9 @@ def write_replay(
     }
     if steps:
         data["history"] = {"steps": [{"number": n, **step.to_dict()} for n, step in steps], "sources": list(sources)}
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    # Secrets are hidden here too (a replay of a retriever configured with one then needs it passed again), and
+    # the write is atomic: a replay file is either the old one or the whole new one.
+    atomic_write_text(path, json.dumps(redact_data(data), indent=2, ensure_ascii=False, default=str) + "\n")
     return path
 
 

@@ -86,6 +86,7 @@ class CheckReport:
         for spec in retrievers:
             per_query: dict[str, Any] = {}
             observed: dict[str, Any] = {}
+            errored: list[str] = []
             for row in rows:
                 if row.retriever == spec.name and row.base_metrics is not None and row.case not in per_query:
                     per_query[row.case] = row.base_metrics
@@ -93,7 +94,9 @@ class CheckReport:
                         "metrics": dict(row.base_metrics),
                         "ranking": [list(hit) for hit in row.base_ranking or ()],
                     }
-            metrics[spec.name] = aggregate(per_query).to_dict()["metrics"] if per_query else {}
+                elif row.retriever == spec.name and row.status == "error":
+                    errored.append(row.case)  # cases scored by another unit drop out in aggregate()
+            metrics[spec.name] = aggregate(per_query, errored=errored).to_dict()["metrics"] if per_query else {}
             scores[spec.name], queries[spec.name] = per_query, observed
         descriptions = descriptions or {}
         manifest = {

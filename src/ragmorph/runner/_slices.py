@@ -51,7 +51,12 @@ def slice_rows(
             soft = [r.rate for r in inside if r.severity == "soft" and r.rate is not None]
             held, tested = sum(rate[0] for rate in soft), sum(rate[1] for rate in soft)
             scored = {case_id: scores[case_id] for case_id in members[(kind, name)] if case_id in scores}
-            summary = aggregate(scored).to_dict() if scored else {"metrics": {}, "counts": {"queries": 0}}
+            errored = {r.case for r in inside if r.status == "error"}  # those also scored drop out in aggregate()
+            summary = (
+                aggregate(scored, errored=sorted(errored)).to_dict()
+                if scored
+                else {"metrics": {}, "counts": {"queries": 0, "errored_queries": len(errored)}}
+            )
             found.append(
                 {
                     "kind": kind,
