@@ -435,16 +435,18 @@ def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         for entry in config.retrievers
         if is_file_spec(entry.spec)
     }
+    baseline_file = _existing_file(args.baseline, "--baseline")
     _check_outputs(
         {"--corpus": config.corpus, "--cases": config.cases, "--beir": config.beir, "--config": config.path,
-         **retriever_files},
+         "--baseline": baseline_file, **retriever_files},
         {w.flag: getattr(config, w.name) and str(getattr(config, w.name)) for w in WRITERS.values()},
         {"--replay-dir": config.replay_dir and str(config.replay_dir)},
     )
     from .config import load_world
-    from .reporting import ProgressBar
+    from .reporting import ProgressBar, load_report
     from .runner import check
 
+    baseline = load_report(baseline_file) if baseline_file is not None else None  # read before any report is written
     corpus, cases = load_world(
         corpus=config.corpus, cases=config.cases, format=config.format, beir=config.beir, split=config.split,
         source=source,
@@ -481,10 +483,83 @@ def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         data, out, json_path=config.json and str(config.json), junit=config.junit and str(config.junit),
         html=config.html and str(config.html),
     )
-    return int(report.exit_code)
+    if baseline is None:
+        return int(report.exit_code)
+    from .reporting import render_comparison
+
+    comparison = _comparison_of(
+        baseline, data, cases, corpus, args,
+        {"baseline": f"report {args.baseline}", "candidate": "this run"},
+    )
+    out.write("\n" + render_comparison(comparison) + "\n")
+    # Violations of this run come first (exit 1 or 3); otherwise the comparison decides.
+    return int(report.exit_code) or int(comparison["summary"]["exit_code"])
 
 
 # ------------------------------------------------------------------------------------------------- replay
+
+
+def _critical_tags(values: Sequence[str] | None) -> tuple[str, ...]:
+    from .compare import CRITICAL_TAG
+
+    return tuple(dict.fromkeys(values)) if values else (CRITICAL_TAG,)
+
+
+def _comparison_of(
+    baseline: Mapping[str, Any], candidate: Mapping[str, Any], cases: Sequence[Any], corpus: Any,
+    args: argparse.Namespace, sources: Mapping[str, str],
+) -> dict[str, Any]:
+    from .compare import compare_reports
+
+    return compare_reports(
+        baseline, candidate, cases, corpus_fingerprint=corpus.fingerprint, critical_tags=_critical_tags(args.critical),
+        alpha=args.alpha, permutations=args.permutations, seed=args.seed or 0,
+        gate=list(args.gate) if args.gate else None, sources=sources,
+    )
+
+
+def command_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Pair a candidate retriever with a baseline (a retriever or a saved report) on the same corpus and cases."""
+    from .adapters import load_retriever
+    from .config import load_world, retriever_entries
+    from .reporting import load_report, render_comparison, write_comparison
+    from .runner import check
+
+    corpus_path = _existing_file(args.corpus, "--corpus")
+    cases_path = _existing_file(args.cases, "--cases")
+    baseline_file = Path(args.baseline) if args.baseline.endswith(".json") else None
+    if baseline_file is not None:
+        _existing_file(args.baseline, "--baseline")
+    outputs = {"--json": args.json, "--html": args.html, "--junit": args.junit}
+    _check_outputs({"--corpus": corpus_path, "--cases": cases_path, "--baseline": baseline_file}, outputs)
+    specs = {"candidate": args.candidate} if baseline_file is not None else {"baseline": args.baseline, "candidate": args.candidate}
+    entries = {side: retriever_entries([spec])[0] for side, spec in specs.items()}
+    if len({entry.name for entry in entries.values()}) < len(entries):
+        entries = {side: type(entry)(f"{entry.name}-{side}", entry.spec) for side, entry in entries.items()}
+    for entry in entries.values():
+        load_retriever(entry.spec)  # a typo is a usage error now, before any work starts
+    corpus, cases = load_world(corpus=corpus_path, cases=cases_path)
+    _require_some(cases, cases_path, "case")
+
+    def run(side: str) -> dict[str, Any]:
+        entry = entries[side]
+        report = check(
+            {entry.name: entry.spec}, corpus, cases, strategies=args.strategies, ks=args.k or DEFAULT_KS,
+            max_examples=args.max_examples or 25, seed=args.seed or 0, derandomize=args.derandomize,
+        )
+        return report.to_dict()
+
+    baseline = load_report(baseline_file) if baseline_file is not None else run("baseline")
+    candidate = run("candidate")
+    sources = {
+        "baseline": f"report {baseline_file}" if baseline_file is not None else f"retriever {args.baseline}",
+        "candidate": f"retriever {args.candidate}",
+    }
+    data = _comparison_of(baseline, candidate, cases, corpus, args, sources)
+    out.write(render_comparison(data) + "\n")
+    for path in write_comparison(data, json_path=args.json, html=args.html, junit=args.junit):
+        out.write(f"wrote {path}\n")
+    return int(data["summary"]["exit_code"])
 
 
 def command_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -718,6 +793,27 @@ def _command(
     return parser
 
 
+def _alpha(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a significance level in (0, 1) such as 0.05, got {text!r}")
+    return value
+
+
+def _comparison_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--critical", action="append", metavar="TAG",
+                        help="cases with this tag are critical (repeatable; default: the tag 'critical')")
+    parser.add_argument("--gate", type=_name_list, metavar="METRICS",
+                        help="metrics whose significant regression fails the comparison (default GroupR, nDCG, ClaimR, "
+                        "Unauthorized at the largest k)")
+    parser.add_argument("--alpha", type=_alpha, default=0.05, help="significance level after Holm adjustment (default 0.05)")
+    parser.add_argument("--permutations", type=_positive_int, default=10_000,
+                        help="random sign flips per metric when there are more than 14 queries (default 10000)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of every `ragmorph` command."""
     parser = argparse.ArgumentParser(
@@ -812,6 +908,38 @@ def build_parser() -> argparse.ArgumentParser:
 
     for writer in WRITERS.values():
         run.add_argument(writer.flag, metavar="FILE", help=writer.help)
+
+    run.add_argument("--baseline", metavar="REPORT.json", help="compare this run with a saved report (see `compare`)")
+    _comparison_options(run)
+
+    compare = _command(
+        commands,
+        "compare",
+        command_compare,
+        "Compare a candidate retriever with a baseline (a retriever, or a report.json written by `run`) on the same "
+        "corpus and cases: per query and k the metric deltas, evidence groups lost and gained, new and fixed "
+        "violations, and a paired randomisation test per metric. Exits 1 when a critical case (tag 'critical', or "
+        "--critical TAG) lost evidence or a gated metric got significantly worse.",
+        """
+        ragmorph compare --baseline ragmorph.adapters:BM25Retriever --candidate mypkg.search:factory \\
+            --corpus corpus.jsonl --cases cases.jsonl --html compare.html
+        ragmorph compare --baseline main-report.json --candidate adapter.py:factory --corpus corpus.jsonl \\
+            --cases cases.jsonl --critical billing --json compare.json --junit compare.xml
+        """,
+    )
+    compare.add_argument("--baseline", required=True, metavar="SPEC|REPORT.json", help="baseline retriever or saved report")
+    compare.add_argument("--candidate", required=True, metavar="[NAME=]MOD:ATTR", help="candidate retriever")
+    compare.add_argument("--corpus", required=True, help="native corpus.jsonl (the same snapshot the baseline saw)")
+    compare.add_argument("--cases", required=True, help="native cases.jsonl")
+    compare.add_argument("--strategies", type=_name_list, help="strategy families, comma separated (default: the default suite)")
+    compare.add_argument("--k", type=_int_list, help="cutoffs, comma separated (default 1,3,5,10)")
+    compare.add_argument("--max-examples", type=_positive_int, help="perturbations per unit (default 25)")
+    compare.add_argument("--seed", type=int, help="run and test seed (default 0)")
+    compare.add_argument("--derandomize", action="store_true", help="Hypothesis derandomize mode (for CI)")
+    _comparison_options(compare)
+    compare.add_argument("--json", metavar="FILE", help="write the ragmorph.compare/1 JSON")
+    compare.add_argument("--html", metavar="FILE", help="write a self-contained HTML comparison with a per-query delta plot")
+    compare.add_argument("--junit", metavar="FILE", help="write JUnit XML (a testcase per metric and per critical case)")
 
     replay = _command(
         commands,

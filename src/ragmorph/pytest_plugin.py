@@ -20,7 +20,8 @@ Settings: `--ragmorph-max-examples` beats `--ragmorph-profile` (`smoke`: 5 examp
 seconds), which beats `suite(max_examples=)` and the config file, which beat an explicitly loaded Hypothesis
 profile (`--hypothesis-profile`), which beats the default of 25. `derandomize` follows the active Hypothesis
 profile. The run seed is `--hypothesis-seed` when given and 0 otherwise (so plain runs and xdist workers agree);
-the report header prints it. With pytest-xdist, `--dist loadgroup` keeps the items of one retriever x strategy
+the report header prints it, and one line per suite after collection prints the
+settings that suite's runs use. With pytest-xdist, `--dist loadgroup` keeps the items of one retriever x strategy
 on one worker (each carries an `xdist_group` mark); plain `-n N` also works but may repeat engine runs.
 
 This module stays light: the engine, Hypothesis and the reporting code are imported inside hooks only.
@@ -200,7 +201,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _settings(config: pytest.Config, declared: Suite | None = None) -> dict[str, Any]:
-    """The effective seed, max_examples and derandomize for this session (and suite)."""
+    """The effective seed, max_examples, derandomize and ks for this session and suite (what engine runs use)."""
     import hypothesis
 
     seed_option = config.getoption("--hypothesis-seed", default=None)
@@ -213,24 +214,46 @@ def _settings(config: pytest.Config, declared: Suite | None = None) -> dict[str,
     from_profile = hypothesis.settings.get_current_profile_name() != "default"
     max_examples = config.getoption("--ragmorph-max-examples")
     profile_name = config.getoption("--ragmorph-profile", default=None)
-    if max_examples is None and profile_name:
-        from .config import PROFILES
+    ks_option = config.getoption("--ragmorph-ks", default=None)
+    from .config import PROFILES
 
+    if max_examples is None and profile_name:
         max_examples = PROFILES[profile_name].max_examples
     if max_examples is None and declared is not None:
         max_examples = declared.max_examples
     if max_examples is None:
         max_examples = profile.max_examples if from_profile else DEFAULT_MAX_EXAMPLES
-    return {"seed": seed, "max_examples": int(max_examples), "derandomize": bool(profile.derandomize)}
+    if ks_option:
+        ks: tuple[int, ...] | None = tuple(int(k) for k in ks_option.split(","))
+    elif profile_name:
+        ks = PROFILES[profile_name].ks
+    else:
+        ks = declared.ks if declared is not None else None
+    return {"seed": seed, "max_examples": int(max_examples), "derandomize": bool(profile.derandomize), "ks": ks}
+
+
+def _settings_text(effective: Mapping[str, Any]) -> str:
+    ks = "" if effective["ks"] is None else " ks=" + ",".join(str(k) for k in effective["ks"])
+    return f"seed={effective['seed']} max_examples={effective['max_examples']} derandomize={effective['derandomize']}{ks}"
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    """Print the seed so every run can be repeated."""
+    """Print the seed so every run can be repeated (and the budget, when the command line fixes it)."""
     effective = _settings(config)
-    return (
-        f"ragmorph: seed={effective['seed']} max_examples={effective['max_examples']} "
-        f"derandomize={effective['derandomize']} (repeat with --hypothesis-seed={effective['seed']})"
-    )
+    repeat = f"(repeat with --hypothesis-seed={effective['seed']})"
+    if config.getoption("--ragmorph-max-examples") is None and not config.getoption("--ragmorph-profile", default=None):
+        # suite(max_examples=) and the config file may set the budget: each suite's line follows collection.
+        return f"ragmorph: seed={effective['seed']} derandomize={effective['derandomize']} {repeat}"
+    return f"ragmorph: {_settings_text(effective)} {repeat}"
+
+
+def pytest_report_collectionfinish(config: pytest.Config, items: Sequence[pytest.Item]) -> list[str]:
+    """One line per collected suite with the settings its engine runs use (suite(), config file and options)."""
+    lines = []
+    for key, (declared, _world) in config.stash.get(_CACHE_KEY, {}).items():
+        if len(key) == 3 and key[2] == "suite":
+            lines.append(f"ragmorph: {_settings_text(_settings(config, declared))} for {key[0]}::{key[1]}")
+    return lines
 
 
 # ---------------------------------------------------------------------------------------------- collection
@@ -440,16 +463,6 @@ def _engine_report(item: RelationItem) -> dict[str, Any]:
     from .runner import check
 
     effective = _settings(item.config, declared)
-    ks_option = item.config.getoption("--ragmorph-ks")
-    profile_name = item.config.getoption("--ragmorph-profile", default=None)
-    if ks_option:
-        ks = tuple(int(k) for k in ks_option.split(","))
-    elif profile_name:
-        from .config import PROFILES
-
-        ks = PROFILES[profile_name].ks
-    else:
-        ks = declared.ks
     replay_dir = (
         item.config.getoption("--ragmorph-replay-dir") or declared.replays or (item.config.rootpath / ".ragmorph" / "replays")
     )
@@ -458,7 +471,7 @@ def _engine_report(item: RelationItem) -> dict[str, Any]:
         corpus,
         cases,
         strategies=[item.family],
-        ks=ks,
+        ks=effective["ks"],
         max_examples=effective["max_examples"],
         seed=effective["seed"],
         derandomize=effective["derandomize"],

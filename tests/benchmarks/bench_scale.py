@@ -6,9 +6,9 @@ so peak memory is that row's alone. Printed side by side:
 
 - wall: seconds for `check()` (the world is generated before the clock starts);
 - retriever: seconds inside the retriever (index builds, calls, deltas), summed over every process that ran one;
-- runner share: 1 - retriever / (wall x width), width = units in flight (processes x threads): the part of the
-  slots' time not spent in the retriever (the runner's own work, plus idle slots when there are fewer batches
-  than slots); goal < 10% at 100k chunks;
+- runner share: 1 - retriever / (wall x width), width = batches in flight (processes x threads, at most the
+  run's batches: one per retriever x case): the part of the slots' time not spent in the retriever (the
+  runner's own work, worker start-up, idle slots); goal < 10% at 100k chunks;
 - vs ideal: for the 50 ms retriever, wall / (retriever time / width), the retriever's own time spread perfectly
   over the units in flight; goal <= 1.5;
 - peak MB: the largest resident set of the calling process and of any worker, and per 1,000 chunks.
@@ -106,9 +106,9 @@ def _options(mode: str, slots: int, concurrency: int) -> dict[str, Any]:
 
 
 def _width(row: dict[str, Any]) -> int:
-    """Units in flight at once in a mode (processes x threads)."""
+    """Batches in flight at once in a mode: processes x threads, at most the run's batches (one per case here)."""
     options = _options(row["mode"], row["slots"], row["concurrency"])
-    return int(options.get("jobs", 1)) * int(options.get("concurrency", 1))
+    return min(int(options.get("jobs", 1)) * int(options.get("concurrency", 1)), row["cases"])
 
 
 def run_one(row: dict[str, Any]) -> dict[str, Any]:

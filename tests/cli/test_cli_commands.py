@@ -264,7 +264,8 @@ def test_the_ci_workflow_commands_parse_and_name_existing_files() -> None:
         args = build_parser().parse_args(argv[1:])
         for path in (args.corpus, args.cases):
             assert (ROOT / path).is_file(), path
-        for spec in args.retriever:
+        specs = getattr(args, "retriever", None) or [getattr(args, "candidate")]
+        for spec in specs:
             target = spec.partition("=")[2].rpartition(":")[0]
             assert not target.endswith(".py") or (ROOT / target).is_file(), target
     assert any("pytest examples/pytest" in c for c in commands)

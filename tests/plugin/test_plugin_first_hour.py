@@ -129,3 +129,35 @@ def test_the_smoke_profile_option_sets_the_budget_over_the_config(pytester: pyte
     assert result.ret == 0, result.stdout.str()
     values = {p.get("value") for p in ET.parse(junit).iter("property") if p.get("name") == "ragmorph_max_examples"}
     assert values == {"5"}
+
+
+def test_the_header_prints_the_settings_each_suite_runs_with(pytester: pytest.Pytester) -> None:
+    # The config file's profile and max_examples (not the built-in 25) are what the engine runs use.
+    tests = _project(pytester, CONFIG.replace("ks = [1, 3]\n", 'profile = "smoke"\n').replace("max_examples = 3", "max_examples = 7"))
+    tests.joinpath("test_declared.py").write_text(
+        "from ragmorph.worlds import generate\nfrom ragmorph.adapters import BM25Retriever\n"
+        "from ragmorph.pytest_plugin import suite\n\nWORLD = generate(3, chunks=24, cases=3)\n"
+        "ragmorph_suite = suite(retrievers={'bm25': BM25Retriever}, corpus=WORLD.corpus, cases=WORLD.cases,\n"
+        "                       strategies=('cutoff',), ks=(1, 3), max_examples=4)\n", encoding="utf-8")
+    junit = pytester.path / "junit.xml"
+    result = pytester.runpytest_inprocess(str(tests), f"--junitxml={junit}", "-p", "no:cacheprovider")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["ragmorph: seed=0 derandomize=False (repeat with --hypothesis-seed=0)"])
+    result.stdout.fnmatch_lines_random([
+        "ragmorph: seed=0 max_examples=7 derandomize=False ks=1,5 for tests/test_config.py::ragmorph_suite",
+        "ragmorph: seed=0 max_examples=4 derandomize=False ks=1,3 for tests/test_declared.py::ragmorph_suite",
+    ])
+    assert "max_examples=25" not in result.stdout.str()
+    values = {p.get("value") for p in _properties(junit) if p.get("name") == "ragmorph_max_examples"}
+    assert values == {"7", "4"}
+    # A command-line budget is session-wide: the header says it, and every suite's line agrees.
+    result = pytester.runpytest_inprocess(str(tests), "--ragmorph-profile", "smoke", "-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(["ragmorph: seed=0 max_examples=5 derandomize=False ks=1,5 (repeat with*"])
+    assert result.stdout.str().count("max_examples=5 derandomize=False ks=1,5 for ") == 2
+
+
+def _properties(path: Path) -> list:
+    """Every <property> of a JUnit file."""
+    import xml.etree.ElementTree as ET
+
+    return list(ET.parse(path).iter("property"))

@@ -169,3 +169,11 @@ def test_the_terminal_opens_with_the_triage_worst_group_first() -> None:
                      "FAIL removal.removed_never_returned · case q03 · retriever cached-bm25"]
     assert "[1] tenant leak; also fails on 1 case: q03" in text
     assert text.rstrip().endswith("... and 2 more groups (every violation is in the JSON and HTML reports)")
+
+
+def test_a_contract_relation_judged_in_two_families_is_named_with_its_family() -> None:
+    report = sample_report()
+    for strategy in ("reorder", "removal"):
+        report["results"].append({**report["results"][0], "strategy": strategy, "relation": "contract.valid_response"})
+    names = [line.split("  ")[0] for line in render_summary(report).splitlines() if line.startswith("contract.")]
+    assert names == ["contract.valid_response (in reorder)", "contract.valid_response (in removal)"]

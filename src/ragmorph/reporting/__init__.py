@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from ._common import plural
+from ._compare import comparison_html, render_comparison, write_comparison
 from ._html import render_html, write_html
 from ._json import SCHEMA, load_report, report_schema, validate_report, write_json
 from ._junit import write_junit
@@ -25,8 +26,10 @@ __all__ = [
     "WRITERS",
     "ProgressBar",
     "Writer",
+    "comparison_html",
     "load_report",
     "plural",
+    "render_comparison",
     "render_html",
     "render_report",
     "render_summary",
@@ -34,6 +37,7 @@ __all__ = [
     "render_violation",
     "report_schema",
     "validate_report",
+    "write_comparison",
     "write_html",
     "write_json",
     "write_junit",

@@ -68,7 +68,9 @@ def render_summary(report: Mapping[str, Any], *, color: bool = False) -> str:
     table = cells(report)
     rows = relation_rows(report)
     texts = [[cell_label(table.get((r, strategy, relation))) for r in retrievers] for strategy, relation, _ in rows]
-    names = [_clean(relation) for _, relation, _ in rows]
+    # A contract relation judged inside another family's run appears once per family: say which.
+    names = [_clean(relation if relation.startswith(strategy + ".") else f"{relation} (in {strategy})")
+             for strategy, relation, _ in rows]
     name_width = max([len("relation"), *map(len, names)])
     widths = [max([len(_clean(r)), *(len(row[i]) for row in texts)]) for i, r in enumerate(retrievers)]
     lines = [header, ""]
@@ -272,12 +274,13 @@ def render_triage(report: Mapping[str, Any], *, color: bool = False) -> str:
 def render_report(report: Mapping[str, Any], *, color: bool = False, max_violations: int | None = None) -> str:
     """The summary table, the triage, then each violation group's representative (all, or the first N groups)."""
     parts = [render_summary(report, color=color)]
-    slices = render_slices(report)
-    if slices:
-        parts.append(slices)
+    # The triage comes straight after the table: the worst group must be the first thing read after the verdict.
     triaged = render_triage(report, color=color)
     if triaged:
         parts.append(triaged)
+    slices = render_slices(report)
+    if slices:
+        parts.append(slices)
     groups = triage(report)
     shown = groups if max_violations is None else groups[: max(max_violations, 0)]
     for number, group in enumerate(shown, start=1):
