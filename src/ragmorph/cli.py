@@ -562,12 +562,39 @@ def command_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return int(data["summary"]["exit_code"])
 
 
+def _replay_stages(path: Path, args: argparse.Namespace, out: TextIO) -> int:
+    """`replay --stages`: replay on each prefix of a declared Pipeline and name the first stage that breaks."""
+    from .adapters import Pipeline, load_retriever
+    from .runner import attribute_stages
+
+    spec = args.retriever
+    if spec is None:
+        try:
+            stored = json.loads(path.read_text(encoding="utf-8")).get("retriever") or {}
+        except (OSError, ValueError, AttributeError):
+            stored = {}
+        spec = stored.get("spec") or stored.get("file")
+    target = load_retriever(spec) if spec else None
+    if not isinstance(target, Pipeline):
+        raise UsageError(
+            f"expected --stages with a retriever declared as ragmorph.adapters.Pipeline([...]), got "
+            f"{spec or 'no retriever spec in the file'}; pass --retriever MOD:ATTR naming the Pipeline"
+        )
+    found = attribute_stages(path, target)
+    for name, outcome in zip(found.stages, found.outcomes):
+        out.write(f"  {name:<24} {'breaks' if outcome.reproduced else 'holds'}\n")
+    out.write(found.detail + "\n")
+    return int(EXIT_VIOLATIONS if found.broken_at is not None else EXIT_OK)
+
+
 def command_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Re-run a saved violation: exit 1 while it reproduces, 0 once fixed."""
     path = _existing_file(args.file, "FILE")
     from .runner import replay
     from .secrets import redact
 
+    if args.stages:
+        return _replay_stages(path, args, out)
     if args.retriever:
         from .adapters import load_retriever
 
@@ -954,6 +981,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     replay.add_argument("file", metavar="FILE", help="a ragmorph.replay/1 file written by `run` or `demo`")
     replay.add_argument("--retriever", metavar="MOD:ATTR", help="replay against this retriever instead of the saved one")
+    replay.add_argument("--stages", action="store_true",
+                        help="for a Pipeline([...]) retriever: replay on each prefix and name the first stage that breaks")
 
     strategies = _command(
         commands,

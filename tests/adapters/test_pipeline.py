@@ -128,3 +128,37 @@ def test_stages_explain_missing_pieces() -> None:
         Dedup(BM25Retriever)
     with pytest.raises(AttributeError):
         Dedup(black_box, corpus=CORPUS).add  # noqa: B018 - the inner retriever has no deltas
+
+
+# --- declared pipelines ------------------------------------------------------------------------------------------
+
+
+def test_a_declared_pipeline_builds_the_same_retriever_as_nesting() -> None:
+    from ragmorph.adapters import Pipeline
+
+    score = lambda query, text: float("shared" in text)  # noqa: E731
+    declared = Pipeline([BM25Retriever, TenantFilter(), Reranker(score_fn=score), ContextPacker(token_budget=9)])
+    nested = ContextPacker(Reranker(TenantFilter(BM25Retriever(CORPUS)), score), 9)
+    built = declared(CORPUS)
+    for query, chosen in (("leave policy", Filters(tenant="acme")), ("leave", None)):
+        assert built.retrieve(query, k=4, filters=chosen) == nested.retrieve(query, k=4, filters=chosen)
+    assert declared.names == ("BM25Retriever", "TenantFilter", "Reranker", "ContextPacker")
+    assert declared.prefix(1).names == ("BM25Retriever", "TenantFilter")
+    assert type(declared.prefix(0)(CORPUS)) is BM25Retriever
+    # Every call builds fresh stages: the declaration itself stays unbound and reusable.
+    assert declared(CORPUS) is not built and declared.stages[1].inner is None
+
+
+def test_a_pipeline_rejects_bound_stages_and_unbound_stages_refuse_to_retrieve() -> None:
+    from ragmorph.adapters import Pipeline
+
+    with pytest.raises(UsageError, match="unbound stage"):
+        Pipeline([BM25Retriever, TenantFilter(BM25Retriever(CORPUS))])
+    with pytest.raises(UsageError, match="non-empty list"):
+        Pipeline([])
+    with pytest.raises(UsageError, match="no inner retriever"):
+        TenantFilter().retrieve("leave", k=3)
+    with pytest.raises(UsageError, match="score_fn"):
+        Reranker()
+    with pytest.raises(UsageError, match="token_budget"):
+        ContextPacker()

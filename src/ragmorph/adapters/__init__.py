@@ -32,7 +32,7 @@ from .embedders import CachedEmbedder, Embedder, HashingEmbedder, MiniLMEmbedder
 from .function import FunctionRetriever
 from .guard import GuardedRetriever
 from .loading import Configured, is_file_spec, load_retriever, locate_retriever
-from .pipeline import ContextPacker, Dedup, FreshnessFilter, Reranker, TenantFilter, whitespace_tokens
+from .pipeline import ContextPacker, Dedup, FreshnessFilter, Pipeline, Reranker, TenantFilter, whitespace_tokens
 from .validation import RagmorphWarning, ScoreOrderWarning, validate_hits
 
 __all__ = [
@@ -59,6 +59,7 @@ __all__ = [
     "RagmorphWarning",
     "RawHit",
     "Reindexable",
+    "Pipeline",
     "Reranker",
     "Retriever",
     "Revertible",

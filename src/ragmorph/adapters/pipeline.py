@@ -1,6 +1,9 @@
 """Pipeline stages that wrap any retriever: tenant filtering, freshness, reranking, dedup and context packing.
 
-Each stage is itself a retriever, so stages compose: `ContextPacker(Dedup(TenantFilter(bm25)), 300)`. Stages
+Each stage is itself a retriever, so stages compose: `ContextPacker(Dedup(TenantFilter(bm25)), 300)`. The same
+pipeline can be declared as a list, `Pipeline([BM25Retriever, TenantFilter(), ContextPacker(token_budget=300)])`:
+a stage made without its inner retriever is unbound until the pipeline binds it, and the declaration keeps the
+stages apart so each prefix of the pipeline can be checked on its own (`ragmorph.runner.attribute_stages`). Stages
 that drop hits over-fetch from the inner retriever (k x `overfetch`, growing until k hits survive or the inner
 retriever runs out), so dropping never costs a result that a larger fetch would have found. A stage forwards
 `add`/`remove`/`checkpoint`/`rollback` to its inner retriever when that has them, and reads chunk metadata and
@@ -9,7 +12,8 @@ text from the inner retriever's live `corpus` (or the `corpus` it was given).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import copy
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import UsageError, describe
@@ -17,7 +21,7 @@ from ..model import Chunk, Corpus, Filters, Hit
 from ._protocol import normalise_hits
 from .capabilities import describe_capabilities, display_name, is_retriever
 
-__all__ = ["ContextPacker", "Dedup", "FreshnessFilter", "Reranker", "TenantFilter", "whitespace_tokens"]
+__all__ = ["ContextPacker", "Dedup", "FreshnessFilter", "Pipeline", "Reranker", "TenantFilter", "whitespace_tokens"]
 
 _FORWARDED = frozenset({"add", "remove", "checkpoint", "rollback"})
 # Without a corpus to bound it, stop growing a fetch here.
@@ -36,10 +40,13 @@ def _positive_int(name: str, value: object) -> int:
 
 
 class _Stage:
-    """Base of the stages: holds the inner retriever, forwards delta methods, looks chunks up."""
+    """Base of the stages: holds the inner retriever, forwards delta methods, looks chunks up.
 
-    def __init__(self, inner: Any, *, corpus: Corpus | None = None, overfetch: int = 4) -> None:
-        if not is_retriever(inner):
+    Made with `inner=None` a stage is unbound (a declaration for `Pipeline`); `bind(inner)` returns a bound copy.
+    """
+
+    def __init__(self, inner: Any = None, *, corpus: Corpus | None = None, overfetch: int = 4) -> None:
+        if inner is not None and not is_retriever(inner):
             raise UsageError(
                 f"expected a retriever to wrap (an object with retrieve), got {describe(inner)}; "
                 "call a factory with the corpus first"
@@ -49,7 +56,16 @@ class _Stage:
         self.inner = inner
         self._given_corpus = corpus
         self.overfetch = _positive_int("overfetch", overfetch)
-        self._inner_filters = describe_capabilities(inner).supports_filters
+        self._inner_filters = describe_capabilities(inner).supports_filters if inner is not None else False
+
+    def bind(self, inner: Any) -> Any:
+        """A copy of this stage wrapping `inner` (the stage's own settings kept)."""
+        if not is_retriever(inner):
+            raise UsageError(f"expected a retriever for {type(self).__name__} to wrap, got {describe(inner)}")
+        bound = copy.copy(self)
+        bound.inner = inner
+        bound._inner_filters = describe_capabilities(inner).supports_filters
+        return bound
 
     def __getattr__(self, name: str) -> Any:
         inner = self.__dict__.get("inner")
@@ -58,7 +74,7 @@ class _Stage:
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({display_name(self.inner)})"
+        return f"{type(self).__name__}({display_name(self.inner) if self.inner is not None else ''})"
 
     @property
     def corpus(self) -> Corpus | None:
@@ -86,6 +102,8 @@ class _Stage:
         return chunk.text
 
     def _inner_call(self, query: str, k: int, filters: Filters | None) -> tuple[Hit, ...]:
+        if self.inner is None:
+            raise UsageError(f"{type(self).__name__} has no inner retriever: wrap one, or list it in a Pipeline")
         if filters is not None and filters.is_empty:
             filters = None
         if self._inner_filters:
@@ -177,8 +195,8 @@ class Reranker(_Stage):
 
     def __init__(
         self,
-        inner: Any,
-        score_fn: Callable[[str, str], float],
+        inner: Any = None,
+        score_fn: Callable[[str, str], float] | None = None,
         *,
         depth: int | None = None,
         corpus: Corpus | None = None,
@@ -201,7 +219,7 @@ class Dedup(_Stage):
     """Drops repeated ids and, with `by_text`, chunks whose text equals an earlier hit's; over-fetches to keep k."""
 
     def __init__(
-        self, inner: Any, *, by_text: bool = True, corpus: Corpus | None = None, overfetch: int = 2
+        self, inner: Any = None, *, by_text: bool = True, corpus: Corpus | None = None, overfetch: int = 2
     ) -> None:
         super().__init__(inner, corpus=corpus, overfetch=overfetch)
         self.by_text = by_text
@@ -233,8 +251,8 @@ class ContextPacker(_Stage):
 
     def __init__(
         self,
-        inner: Any,
-        token_budget: int,
+        inner: Any = None,
+        token_budget: int | None = None,
         *,
         count_tokens: Callable[[str], int] = whitespace_tokens,
         corpus: Corpus | None = None,
@@ -255,3 +273,51 @@ class ContextPacker(_Stage):
                 break
             packed.append(hit)
         return packed
+
+
+class Pipeline:
+    """A retriever declared as stages: `Pipeline([retriever_or_factory, TenantFilter(), Reranker(score_fn=f),
+    ContextPacker(token_budget=512)])`.
+
+    The first item is a retriever (a black box over its fixed corpus) or a factory `Corpus -> retriever`; the
+    others are unbound stages, applied in order. Calling the pipeline with a corpus builds a fresh, bound
+    pipeline over it (a factory, so corpus perturbations apply); `prefix(n)` is the pipeline of its first n
+    stages after the retriever, what stage-by-stage checking runs.
+    """
+
+    def __init__(self, stages: Sequence[Any]) -> None:
+        if isinstance(stages, (str, bytes)) or not isinstance(stages, Sequence) or not stages:
+            raise UsageError(f"expected a non-empty list [retriever, stage, ...], got stages={describe(stages)}")
+        first, *rest = stages
+        if not (is_retriever(first) or callable(first)):
+            raise UsageError(f"expected a retriever or a factory first in the pipeline, got {describe(first)}")
+        for number, stage in enumerate(rest, start=1):
+            if not isinstance(stage, _Stage) or stage.inner is not None:
+                raise UsageError(
+                    f"expected an unbound stage such as TenantFilter() at position {number}, got {describe(stage)}"
+                )
+        self.stages: tuple[Any, ...] = (first, *rest)
+
+    def __repr__(self) -> str:
+        return f"Pipeline([{', '.join(self.names)}])"
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The retriever's name, then each stage's class name, in order."""
+        first = self.stages[0]
+        head = getattr(first, "__name__", None) or display_name(first)
+        return (head, *(type(stage).__name__ for stage in self.stages[1:]))
+
+    def prefix(self, stages: int) -> Pipeline:
+        """The pipeline of the retriever and its first `stages` stages (0: the retriever alone)."""
+        if isinstance(stages, bool) or not isinstance(stages, int) or not 0 <= stages < len(self.stages):
+            raise UsageError(f"expected 0 <= stages < {len(self.stages)}, got stages={describe(stages)}")
+        return Pipeline(self.stages[: stages + 1])
+
+    def __call__(self, corpus: Corpus) -> Any:
+        """A fresh pipeline over `corpus`: the retriever (built by the factory), wrapped by each stage in order."""
+        first = self.stages[0]
+        built = first if is_retriever(first) else first(corpus)
+        for stage in self.stages[1:]:
+            built = stage.bind(built)
+        return built

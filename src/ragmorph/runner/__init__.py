@@ -23,6 +23,7 @@ from ._report import REPORT_SCHEMA, CheckReport, ViolationsFound
 from ._executor import CallCache, Executor, Probe, observation
 from ._search import search
 from ._spec import RetrieverSpec
+from ._stages import StageAttribution, attribute_stages
 from ._spec import derive_seed as _derive_seed
 from ._spec import spec_mapping as _spec_mapping
 from ._violation import MetricViolation, RetrieverViolation, Violation
@@ -39,11 +40,13 @@ __all__ = [
     "ReplayOutcome",
     "Result",
     "RetrieverSpec",
+    "StageAttribution",
     "RetrieverViolation",
     "Settings",
     "Unit",
     "Violation",
     "ViolationsFound",
+    "attribute_stages",
     "check",
     "execute",
     "observation",

@@ -1,0 +1,48 @@
+"""Stage attribution: a relation that fails on a declared Pipeline is replayed on each prefix, and the first stage
+that breaks it is named (a correct prefix holds, the stage that reshuffles by k breaks)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ragmorph.adapters import BM25Retriever, ContextPacker, Pipeline, Reranker, TenantFilter
+from ragmorph.cli import EXIT_VIOLATIONS, main
+from ragmorph.runner import attribute_stages, check
+from ragmorph.worlds import demo_world
+
+
+def shortest_first(query: str, text: str) -> float:
+    """A reranker score that ignores the query: reranking a deeper candidate list at a larger k reshuffles the top."""
+    return -float(len(text))
+
+
+PIPELINE = Pipeline([BM25Retriever, TenantFilter(), Reranker(score_fn=shortest_first), ContextPacker(token_budget=400)])
+
+
+@pytest.fixture(scope="module")
+def replay_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    world = demo_world()
+    folder = tmp_path_factory.mktemp("replays")
+    report = check({"pipe": PIPELINE}, world.corpus, world.cases[:3], strategies=["cutoff"], max_examples=10, replay_dir=folder)
+    failed = [r for r in report.results if r.status == "fail" and r.relation == "cutoff.prefix"]
+    assert failed, [(r.case, r.relation, r.status) for r in report.results]
+    return Path(failed[0].violation.to_dict()["replay"])
+
+
+def test_the_first_breaking_stage_is_named(replay_file: Path) -> None:
+    found = attribute_stages(replay_file, PIPELINE)
+    assert found.stages == ("BM25Retriever", "TenantFilter", "Reranker", "ContextPacker")
+    assert found.broken_at == 2
+    assert [o.reproduced for o in found.outcomes] == [False, False, True]  # stops at the first breaking prefix
+    assert found.detail.startswith("holds after TenantFilter, broken in Reranker: top ")
+
+
+def test_replay_stages_on_the_command_line(replay_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["replay", str(replay_file), "--stages", "--retriever", f"{__file__}:PIPELINE"])
+    out = capsys.readouterr().out
+    assert code == EXIT_VIOLATIONS
+    assert "broken in Reranker" in out and "TenantFilter" in out
+    assert main(["replay", str(replay_file), "--stages", "--retriever", "ragmorph.adapters:BM25Retriever"]) == 2
+    assert "Pipeline" in capsys.readouterr().err
