@@ -1,7 +1,7 @@
 """Hypothesis strategies that perturb retrieval worlds, one module per family, and the relation catalog.
 
 Each family module (`ragmorph.strategies.reorder`, `.removal`, `.claims`, `.distractors`, `.supersede`,
-`.tenancy`, `.cutoff`, `.query`, `.repeat`, `.contract`) exposes a strategy function drawing perturbations for a given world, the
+`.tenancy`, `.cutoff`, `.query`, `.repeat`, `.approximate`, `.contract`) exposes a strategy function drawing perturbations for a given world, the
 perturbation classes, `RELATIONS` and `FAMILY`. `CATALOG` lists every relation; `FAMILIES` maps family names to
 their record; `DEFAULT_SUITE` names the families `check()` runs by default.
 """
@@ -13,7 +13,7 @@ from typing import Any
 from ragmorph.errors import InputError, UsageError
 from ragmorph.relations import Relation
 
-from . import claims, contract, cutoff, distractors, query, removal, reorder, repeat, supersede, tenancy
+from . import approximate, claims, contract, cutoff, distractors, query, removal, reorder, repeat, supersede, tenancy
 from ._core import decode_value as _decode_value
 from ._core import (
     Family,
@@ -50,7 +50,7 @@ __all__ = [
 
 FAMILIES: dict[str, Family] = {
     module.FAMILY.name: module.FAMILY
-    for module in (reorder, removal, claims, distractors, supersede, tenancy, cutoff, query, repeat, contract)
+    for module in (reorder, removal, claims, distractors, supersede, tenancy, cutoff, query, repeat, approximate, contract)
 }
 
 CATALOG: tuple[Relation, ...] = tuple(r for f in FAMILIES.values() for r in f.relations)

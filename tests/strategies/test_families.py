@@ -120,7 +120,7 @@ def test_catalog_covers_every_family_with_stated_rows() -> None:
     names = [r.name for r in CATALOG]
     assert len(names) == len(set(names))
     assert set(DEFAULT_SUITE) == set(FAMILIES) == {
-        "reorder", "removal", "claims", "distractors", "supersede", "tenancy", "cutoff", "query", "repeat", "contract"
+        "reorder", "removal", "claims", "distractors", "supersede", "tenancy", "cutoff", "query", "repeat", "approximate", "contract"
     }
     for relation in CATALOG:
         row = relation.describe()
