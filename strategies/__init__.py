@@ -2,7 +2,7 @@
 
 Each family module (`ragmorph.strategies.reorder`, `.removal`, `.claims`, `.distractors`, `.supersede`,
 `.tenancy`, `.filtering`, `.cutoff`, `.depth`, `.query`, `.odd_query`, `.repeat`, `.state`, `.lifecycle`,
-`.contract`) exposes a strategy function drawing perturbations for a given world, the
+`.approximate`, `.contract`) exposes a strategy function drawing perturbations for a given world, the
 perturbation classes, `RELATIONS` and `FAMILY`. `CATALOG` lists every relation; `FAMILIES` maps family names to
 their record; `DEFAULT_SUITE` names the families `check()` runs by default.
 """
@@ -15,6 +15,7 @@ from ragmorph.errors import InputError, UsageError
 from ragmorph.relations import Relation
 
 from . import (
+    approximate,
     claims,
     contract,
     cutoff,
@@ -69,7 +70,7 @@ FAMILIES: dict[str, Family] = {
     module.FAMILY.name: module.FAMILY
     for module in (
         reorder, removal, claims, distractors, supersede, tenancy, filtering, cutoff, depth, query, odd_query, repeat,
-        state, lifecycle, contract,
+        state, lifecycle, approximate, contract,
     )
 }
 

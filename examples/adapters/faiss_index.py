@@ -27,6 +27,7 @@ def hnsw_factory(corpus: Corpus) -> FaissHNSWRetriever:
 
 
 hnsw_factory.ragmorph_traits = ("approximate",)  # type: ignore[attr-defined]
+hnsw_factory.ragmorph_twin = factory  # type: ignore[attr-defined]
 
 if __name__ == "__main__":
     from _demo import show

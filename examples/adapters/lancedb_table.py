@@ -29,6 +29,8 @@ def ann_postfilter_factory(corpus: Corpus) -> LanceDBRetriever:
 
 
 ann_postfilter_factory.ragmorph_traits = ("approximate",)  # type: ignore[attr-defined]
+# Its exact twin: the flat, pre-filtering table over the same vectors.
+ann_postfilter_factory.ragmorph_twin = factory  # type: ignore[attr-defined]
 
 if __name__ == "__main__":
     from _demo import show

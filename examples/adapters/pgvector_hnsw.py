@@ -47,6 +47,8 @@ def exact_factory(corpus: Corpus) -> PgVectorRetriever:
 
 
 factory.ragmorph_traits = ("approximate",)  # type: ignore[attr-defined]
+# The exact twin the approximate relations compare the index with (same table, no index).
+factory.ragmorph_twin = exact_factory  # type: ignore[attr-defined]
 
 if __name__ == "__main__":
     from _demo import show

@@ -122,7 +122,7 @@ def test_catalog_covers_every_family_with_stated_rows() -> None:
     assert len(names) == len(set(names))
     assert set(DEFAULT_SUITE) == set(FAMILIES) == {
         "reorder", "removal", "claims", "distractors", "supersede", "tenancy", "filters", "cutoff", "depth",
-        "query", "odd_query", "repeat", "state", "lifecycle", "contract",
+        "query", "odd_query", "repeat", "state", "lifecycle", "approximate", "contract",
     }
     for relation in CATALOG:
         row = relation.describe()

@@ -156,3 +156,5 @@ def faiss_hnsw_factory(corpus: Corpus) -> FaissHNSWRetriever:
 
 
 faiss_hnsw_factory.ragmorph_traits = FaissHNSWRetriever.ragmorph_traits  # type: ignore[attr-defined]
+# The exact twin over the same vectors (the same default embedder), for the approximate relations.
+faiss_hnsw_factory.ragmorph_twin = faiss_flat_factory  # type: ignore[attr-defined]

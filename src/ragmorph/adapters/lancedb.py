@@ -34,7 +34,7 @@ from ..model import Chunk, Corpus, Filters
 from ._store import DeltaStoreRetriever, check_embedder
 from .embedders import Embedder
 
-__all__ = ["LanceDBRetriever", "lancedb_factory", "where_sql"]
+__all__ = ["LanceDBRetriever", "lancedb_factory", "lancedb_ann_factory", "where_sql"]
 
 # LanceDB's Python config class for each index type name it accepts.
 _INDEX_CONFIGS = {
@@ -170,10 +170,20 @@ class LanceDBRetriever(DeltaStoreRetriever):
         where = where_sql(filters)
         if where is not None:
             search = search.where(where, prefilter=self.prefilter)
-        rows = search.select(["id"]).limit(n).to_list()
+        rows = search.select(["id", "_distance"]).limit(n).to_list()
         return [(row["id"], 1.0 - float(row["_distance"])) for row in rows]
 
 
 def lancedb_factory(corpus: Corpus) -> LanceDBRetriever:
     """Build a flat (exact), pre-filtering `LanceDBRetriever` with the default `HashingEmbedder` over `corpus`."""
     return LanceDBRetriever(corpus)
+
+
+def lancedb_ann_factory(corpus: Corpus) -> LanceDBRetriever:
+    """Build a `LanceDBRetriever` with an IVF_HNSW_FLAT index (one partition), pre-filtering, over `corpus`."""
+    return LanceDBRetriever(corpus, index="IVF_HNSW_FLAT", index_options={"num_partitions": 1})
+
+
+lancedb_ann_factory.ragmorph_traits = ("approximate",)  # type: ignore[attr-defined]
+# The exact twin over the same vectors: the flat table, for the approximate relations.
+lancedb_ann_factory.ragmorph_twin = lancedb_factory  # type: ignore[attr-defined]

@@ -219,14 +219,21 @@ class PgVectorRetriever(DeltaStoreRetriever):
 
 
 def pgvector_factory(conninfo: str, **options: Any) -> Callable[[Corpus], PgVectorRetriever]:
-    """A factory building a `PgVectorRetriever` on the server at `conninfo` (options: index, settings, ...)."""
+    """A factory building a `PgVectorRetriever` on the server at `conninfo` (options: index, settings, ...).
+
+    For ``index="hnsw"`` (the default) the factory declares the trait ``approximate`` and an exact twin
+    (``ragmorph_twin``): the same options with ``index="exact"``.
+    """
     index = options.get("index", "hnsw")
 
     def factory(corpus: Corpus) -> PgVectorRetriever:
         return PgVectorRetriever(corpus, conninfo=conninfo, **options)
 
     factory.__qualname__ = f"pgvector_factory[{index}]"
-    # Declared to the runner: an HNSW index searches approximately (exact-search relations become rates).
+    # Declared to the runner: an HNSW index searches approximately, and its exact twin is the same table
+    # without an index (same embedder, filters and settings), which the approximate relations compare it with.
     factory.ragmorph_traits = ("approximate",) if index == "hnsw" else ()  # type: ignore[attr-defined]
+    if index == "hnsw":
+        factory.ragmorph_twin = pgvector_factory(conninfo, **{**options, "index": "exact"})  # type: ignore[attr-defined]
     factory.ragmorph_filtered_by = "ragmorph" if options.get("post_filter") else "retriever"  # type: ignore[attr-defined]
     return factory

@@ -132,6 +132,8 @@ class _Minimised:
     calls: int
     steps: tuple[tuple[int, Step], ...] = ()
     sources: tuple[int | None, int | None] = (None, None)
+    # False when even the recorded history does not bring it back on a fresh index: a replay cannot say "fixed".
+    reproducible: bool = True
 
 
 @attrs.define
@@ -363,7 +365,7 @@ def _minimise_with(
             )
             why += ": it depends on state the runner cannot rebuild (randomness, time, or state shared between "
             why += "instances), so the corpus was not minimised"
-            return spent(world=world, probe=violation.probe, one_minimal=False, reason=why)
+            return spent(world=world, probe=violation.probe, one_minimal=False, reason=why, reproducible=False)
         steps = found
         reason = (
             f"needs {len(steps)} call(s) made before it on the same instance (it does not reproduce on a fresh index): "
@@ -425,6 +427,7 @@ def _violation_record(
                 detail=detail,
                 steps=minimised.steps,
                 sources=minimised.sources,
+                reproducible=minimised.reproducible,
             )
         )
     injected, removed = corpus_diff(probe.base.world.corpus, probe.follow.world.corpus)
