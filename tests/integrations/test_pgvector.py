@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import time
 
 import numpy as np
 import psycopg
@@ -116,7 +115,6 @@ def test_hnsw_with_a_selective_filter_returns_fewer_than_k_where_exact_search_re
     """pgvector 0.6's documented limitation: the filter runs on ef_search (40) candidates, which can run dry."""
     corpus, query = _selective_world(2000, 0.02)
     embedder = HashingEmbedder(dim=64)  # at 256 dimensions PostgreSQL still prefers a sequential scan at 2,000 rows
-    start = time.perf_counter()
     with PgVectorRetriever(corpus, conninfo=postgres_uri(), embedder=embedder) as hnsw, PgVectorRetriever(
         corpus, conninfo=postgres_uri(), embedder=embedder, index="exact"
     ) as exact:
@@ -124,4 +122,3 @@ def test_hnsw_with_a_selective_filter_returns_fewer_than_k_where_exact_search_re
         short = len(hnsw.retrieve(query, k=10, filters=Filters(tenant="a")))
         full = len(exact.retrieve(query, k=10, filters=Filters(tenant="a")))
     assert full == 10 and short < 10, (short, full)
-    assert time.perf_counter() - start < 30

@@ -5,7 +5,7 @@ Every reader raises ``ragmorph.errors.InputError`` with ``file``, ``line`` and `
 
 from __future__ import annotations
 
-from ._lines import atomic_write_bytes, atomic_write_text
+from ._lines import atomic_write_bytes, atomic_write_text, loads_strict
 from .beir import read_beir
 from .native import case_from_dict, chunk_from_dict, read_cases, read_corpus, write_cases, write_corpus
 from .ragas import RagasData, read_ragas
@@ -17,6 +17,7 @@ __all__ = [
     "atomic_write_text",
     "case_from_dict",
     "chunk_from_dict",
+    "loads_strict",
     "read_beir",
     "read_cases",
     "read_corpus",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Sequence
@@ -11,8 +12,8 @@ from typing import Any
 import attrs
 
 from ..adapters import Configured, load_retriever, locate_retriever
-from ..errors import ExitCode, InputError, RagmorphError, UsageError
-from ..io import atomic_write_text
+from ..errors import ExitCode, InputError, RagmorphError, UsageError, describe
+from ..io import atomic_write_text, loads_strict
 from ..model import Case, Chunk, Corpus, Filters, Params, World
 from ..relations import Relation
 from ..secrets import redact_data
@@ -35,13 +36,50 @@ def _world_dict(world: World) -> dict[str, Any]:
 
 
 def _world_from(data: dict[str, Any], path: Path) -> World:
+    """The world of a replay file; any missing or wrong part is an InputError naming its field."""
+
+    def fail(field: str, message: str) -> InputError:
+        return InputError(message, file=str(path), field=field)
+
+    corpus_rows, case, params = data.get("corpus"), data.get("case"), data.get("params")
+    if not isinstance(corpus_rows, list):
+        raise fail("world.corpus", f"expected a list of chunk objects, got {describe(corpus_rows)}")
+    chunks = []
+    for number, row in enumerate(corpus_rows):
+        if not isinstance(row, dict):
+            raise fail(f"world.corpus[{number}]", f"expected a chunk object, got {describe(row)}")
+        chunks.append(_built(lambda: Chunk(**row), f"world.corpus[{number}]", path))
+    corpus = _built(lambda: Corpus(chunks), "world.corpus", path)
+    if not isinstance(case, dict):
+        raise fail("world.case", f"expected a case object, got {describe(case)}")
+    built_case = _built(lambda: Case(**case), "world.case", path)
+    if not isinstance(params, dict) or not isinstance(params.get("filters"), dict):
+        raise fail("world.params", f"expected {{\"k\": int, \"filters\": {{...}}}}, got {describe(params)}")
+    built_params = _built(lambda: Params(params.get("k"), Filters(**params["filters"])), "world.params", path)
+    return World(corpus, built_case, built_params)
+
+
+def _built(make: Any, field: str, path: Path) -> Any:
+    """`make()`, with any error of the stored values reported as an InputError at `field` of the replay file."""
     try:
-        corpus = Corpus(Chunk(**c) for c in data["corpus"])
-        case = Case(**data["case"])
-        params = Params(data["params"]["k"], Filters(**data["params"]["filters"]))
-    except (KeyError, TypeError) as error:
-        raise InputError(f"expected a world with corpus, case and params, got {error!r}", file=str(path)) from error
-    return World(corpus, case, params)
+        return make()
+    except InputError as error:
+        inner = f".{error.field}" if error.field and error.field != field.rpartition(".")[2] else ""
+        raise InputError(error.message, file=str(path), field=f"{field}{inner}", value=error.value) from None
+    except (RagmorphError, KeyError, TypeError, ValueError) as error:
+        raise InputError(f"expected valid stored values, got {type(error).__name__}: {error}", file=str(path), field=field) from None
+
+
+def _fingerprint(world: World, perturbation: Any, relation_name: str, history: Any) -> str:
+    """SHA-256 of everything a replay's verdict depends on, in canonical JSON: an edited file no longer matches."""
+    identity = {
+        "world": _world_dict(world),
+        "perturbation": perturbation.to_dict(),
+        "relation": relation_name,
+        "history": history or None,
+    }
+    text = json.dumps(identity, sort_keys=True, ensure_ascii=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _safe_name(text: str) -> str:
@@ -49,11 +87,16 @@ def _safe_name(text: str) -> str:
 
 
 def replay_path(folder: Path, unit: Any, relation: Relation) -> Path:
-    """Where the replay file of a violation of `relation` found in `unit` goes inside `folder`."""
+    """Where the replay file of a violation of `relation` found in `unit` goes inside `folder`.
+
+    The readable parts are cut to 60 characters each, so a hash of the full identity ends the name: two long
+    ids that share their first 60 characters never share a file.
+    """
     parts = (unit.retriever.name, unit.case.id, relation.name)
     if relation.family != unit.strategy:
         parts = (*parts, unit.strategy)  # a contract breach found by another family's unit
-    return folder / ("-".join(_safe_name(p) for p in parts) + ".json")
+    digest = hashlib.sha256(json.dumps(parts, ensure_ascii=True).encode("ascii")).hexdigest()[:12]
+    return folder / ("-".join(_safe_name(p) for p in parts) + f"-{digest}.json")
 
 
 def write_replay(
@@ -66,11 +109,13 @@ def write_replay(
     detail: str,
     steps: Sequence[tuple[int, Step]] = (),
     sources: tuple[int | None, int | None] = (None, None),
+    reproducible: bool = True,
 ) -> Path:
     """Write the replay file of a violation found in `unit` (minimal `world`) and return its path.
 
     `steps` are the calls a stateful violation needs before it (numbered), `sources` the steps whose results
-    are its observations; `replay()` makes them again on a fresh instance.
+    are its observations; `replay()` makes them again on a fresh instance. `reproducible=False` records that
+    the run could not bring the violation back on a fresh index: its replay never reports "fixed".
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     after = perturbation.apply(world)
@@ -86,14 +131,64 @@ def write_replay(
         "world": _world_dict(world),
         "world_before": _world_dict(perturbation.base(world)),
         "world_after": _world_dict(after),
-        "expected": {"verdict": "broken", "detail": detail},
+        "expected": {"verdict": "broken", "detail": detail, "reproducible": reproducible},
     }
     if steps:
         data["history"] = {"steps": [{"number": n, **step.to_dict()} for n, step in steps], "sources": list(sources)}
-    # Secrets are hidden here too (a replay of a retriever configured with one then needs it passed again), and
-    # the write is atomic: a replay file is either the old one or the whole new one.
-    atomic_write_text(path, json.dumps(redact_data(data), indent=2, ensure_ascii=False, default=str) + "\n")
+    # Secrets are hidden here too (a replay of a retriever configured with one then needs it passed again). The
+    # fingerprint covers the values as written (after the JSON round trip), so replay() recomputes it exactly.
+    written = json.loads(json.dumps(redact_data(data), default=str))
+    written["fingerprint"] = _fingerprint(
+        _world_from(written["world"], path),
+        perturbation_from_dict(written["perturbation"]),
+        relation.name,
+        written.get("history"),
+    )
+    # Atomic: a replay file is either the old one or the whole new one.
+    atomic_write_text(path, json.dumps(written, indent=2, ensure_ascii=False) + "\n")
     return path
+
+
+def _read_replay(path: Path) -> dict[str, Any]:
+    """The replay file's JSON, checked field by field: a missing or wrong field is an InputError naming it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(f"expected a readable UTF-8 replay file, got {type(error).__name__}: {error}", file=str(path)) from None
+    data = loads_strict(text, file=str(path))
+    if not isinstance(data, dict):
+        raise InputError(f"expected a JSON object, got {describe(data)}", file=str(path))
+    if data.get("schema") != REPLAY_SCHEMA:
+        raise InputError(f"expected schema {REPLAY_SCHEMA!r}, got {describe(data.get('schema'))}", file=str(path), field="schema")
+    kinds: dict[str, tuple[type, ...]] = {
+        "relation": (str,), "perturbation": (dict,), "world": (dict,), "fingerprint": (str,), "settings": (dict,),
+        "expected": (dict,),
+    }
+    for name, kind in kinds.items():
+        if not isinstance(data.get(name), kind):
+            raise InputError(
+                f"expected {name} to be a JSON {'string' if kind == (str,) else 'object'}, got {describe(data.get(name))}"
+                + ("; files written before replay files carried a fingerprint must be written again by `ragmorph run`"
+                   if name == "fingerprint" and name not in data else ""),
+                file=str(path), field=name,
+            )
+    optional: dict[str, tuple[type, ...]] = {"retriever": (dict,), "history": (dict,)}
+    for name, kind in optional.items():
+        if data.get(name) is not None and not isinstance(data[name], kind):
+            raise InputError(f"expected {name} to be a JSON object or absent, got {describe(data[name])}", file=str(path), field=name)
+    timeout = data["settings"].get("timeout")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0):
+        raise InputError(f"expected a positive number or null, got {describe(timeout)}", file=str(path), field="settings.timeout")
+    if not isinstance(data["expected"].get("reproducible", True), bool):
+        raise InputError("expected true or false", file=str(path), field="expected.reproducible")
+    stored = data.get("retriever") or {}
+    for name in ("name", "spec", "file"):
+        if stored.get(name) is not None and not isinstance(stored[name], str):
+            raise InputError(f"expected a string, got {describe(stored[name])}", file=str(path), field=f"retriever.{name}")
+    traits = stored.get("traits", [])
+    if not isinstance(traits, list) or not all(isinstance(t, str) for t in traits):
+        raise InputError(f"expected a list of strings, got {describe(traits)}", file=str(path), field="retriever.traits")
+    return data
 
 
 @attrs.frozen
@@ -142,22 +237,24 @@ def _saved_retriever(stored: dict[str, Any], path: Path) -> Any:
 def replay(path: str | Path, retriever: Any = None) -> ReplayOutcome:
     """Re-run the minimal world of a replay file on `retriever` (default: the import string stored in the file)."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise InputError(f"expected a readable JSON replay file, got {type(error).__name__}: {error}", file=str(path)) from error
-    if not isinstance(data, dict) or data.get("schema") != REPLAY_SCHEMA:
-        got = data.get("schema") if isinstance(data, dict) else type(data).__name__
-        raise InputError(f"expected schema {REPLAY_SCHEMA!r}, got {got!r}", file=str(path), field="schema")
+    data = _read_replay(path)
     stored = data.get("retriever") or {}
     if retriever is None:
         retriever = _saved_retriever(stored, path)
     spec = RetrieverSpec.of(retriever, stored.get("name"), traits=stored.get("traits", ()))
-    judged = relation(data["relation"])
-    perturbation = perturbation_from_dict(data["perturbation"])
+    judged = _built(lambda: relation(data["relation"]), "relation", path)
+    perturbation = _built(lambda: perturbation_from_dict(data["perturbation"]), "perturbation", path)
     world = _world_from(data["world"], path)
-    timeout = (data.get("settings") or {}).get("timeout")
     history = data.get("history")
+    if _fingerprint(world, perturbation, judged.name, history) != data["fingerprint"]:
+        raise InputError(
+            "expected the world, perturbation, relation and history the run wrote, got a file whose content no "
+            "longer matches its fingerprint (edited after the run?); re-run `ragmorph run` for a fresh replay file",
+            file=str(path),
+            field="fingerprint",
+        )
+    timeout = data["settings"].get("timeout")
+    reproducible = data["expected"].get("reproducible", True)
     try:
         if history:
             steps = tuple((int(s["number"]), Step.from_dict(s)) for s in history["steps"])
@@ -173,7 +270,13 @@ def replay(path: str | Path, retriever: Any = None) -> ReplayOutcome:
         raise InputError(f"expected a history with numbered steps and two sources, got {error!r}", file=str(path), field="history") from error
     except RagmorphError as error:
         return ReplayOutcome(False, judged.name, str(error), error=str(error))
+    unproven = (
+        f"the run already found that this violation does not reproduce on a fresh index (it depends on state it "
+        f"cannot rebuild), so a replay cannot tell a fix from a miss; re-run `ragmorph run` to check {judged.name}"
+    )
     if isinstance(probe, str):
+        if not reproducible:
+            return ReplayOutcome(False, judged.name, unproven, error=unproven)
         return ReplayOutcome(False, judged.name, probe, applicable=False)
     broken = probe.invalid
     if broken is not None and judged is not VALID_RESPONSE:
@@ -181,6 +284,9 @@ def replay(path: str | Path, retriever: Any = None) -> ReplayOutcome:
         message = f"the response broke the retriever contract, so {judged.name} cannot be judged: {broken.invalid}"
         return ReplayOutcome(False, judged.name, message, error=message)
     verdict = judged.check(probe.base, probe.follow)
+    if not reproducible and not (verdict.applicable and not verdict.holds):
+        # The run itself could not bring this violation back on a fresh index: holding now proves nothing.
+        return ReplayOutcome(False, judged.name, unproven, error=unproven)
     return ReplayOutcome(
         reproduced=verdict.applicable and not verdict.holds,
         relation=judged.name,
