@@ -1,7 +1,8 @@
 """Hypothesis strategies that perturb retrieval worlds, one module per family, and the relation catalog.
 
 Each family module (`ragmorph.strategies.reorder`, `.removal`, `.claims`, `.distractors`, `.supersede`,
-`.tenancy`, `.cutoff`, `.query`, `.repeat`, `.approximate`, `.contract`) exposes a strategy function drawing perturbations for a given world, the
+`.tenancy`, `.filtering`, `.cutoff`, `.depth`, `.query`, `.odd_query`, `.repeat`, `.state`, `.lifecycle`,
+`.approximate`, `.contract`) exposes a strategy function drawing perturbations for a given world, the
 perturbation classes, `RELATIONS` and `FAMILY`. `CATALOG` lists every relation; `FAMILIES` maps family names to
 their record; `DEFAULT_SUITE` names the families `check()` runs by default.
 """
@@ -13,7 +14,24 @@ from typing import Any
 from ragmorph.errors import InputError, UsageError
 from ragmorph.relations import Relation
 
-from . import approximate, claims, contract, cutoff, distractors, query, removal, reorder, repeat, supersede, tenancy
+from . import (
+    approximate,
+    claims,
+    contract,
+    cutoff,
+    depth,
+    distractors,
+    filtering,
+    lifecycle,
+    odd_query,
+    query,
+    removal,
+    reorder,
+    repeat,
+    state,
+    supersede,
+    tenancy,
+)
 from ._core import decode_value as _decode_value
 from ._core import (
     Family,
@@ -50,7 +68,10 @@ __all__ = [
 
 FAMILIES: dict[str, Family] = {
     module.FAMILY.name: module.FAMILY
-    for module in (reorder, removal, claims, distractors, supersede, tenancy, cutoff, query, repeat, approximate, contract)
+    for module in (
+        reorder, removal, claims, distractors, supersede, tenancy, filtering, cutoff, depth, query, odd_query, repeat,
+        state, lifecycle, approximate, contract,
+    )
 }
 
 CATALOG: tuple[Relation, ...] = tuple(r for f in FAMILIES.values() for r in f.relations)

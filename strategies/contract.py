@@ -22,7 +22,7 @@ from ragmorph.relations import Direction, Observation, Relation, Severity, Verdi
 
 from ._core import Family, PerturbationBase, default_filters, ks_strategy
 
-__all__ = ["FAMILY", "RELATIONS", "VALID_RESPONSE", "CallWith", "calls_with", "describe_params"]
+__all__ = ["FAMILY", "RELATIONS", "VALID_RESPONSE", "CallWith", "calls_with", "covers", "describe_params"]
 
 
 @attrs.frozen
@@ -39,19 +39,37 @@ class CallWith(PerturbationBase):
         return attrs.evolve(world, params=Params(self.k_to, self.filters))
 
 
-def calls_with(world: World, *, ks: Sequence[int], filters: bool = True, **_: object) -> st.SearchStrategy[CallWith]:
-    """Draw another cutoff and filter set for the case's query; shrinks toward the smallest k, the case's filters.
-
-    Other filters are drawn only for retrievers that take filters.
-    """
+def _filter_choices(world: World, filters: bool) -> list[Filters]:
     tenant = world.case.tenant
     choices = [default_filters(world.case)]
     if filters:
         choices += [Filters(), Filters(current_only=True)]
         if tenant is not None:
             choices.append(Filters(tenant=tenant, current_only=True))
+    return list(dict.fromkeys(choices))
+
+
+def calls_with(world: World, *, ks: Sequence[int], filters: bool = True, **_: object) -> st.SearchStrategy[CallWith]:
+    """Draw another cutoff and filter set for the case's query; shrinks toward the smallest k, the case's filters.
+
+    Other filters are drawn only for retrievers that take filters.
+    """
     cutoffs = sorted(set(ks) | {2 * max(ks)})
-    return st.builds(CallWith, k=ks_strategy(ks), k_to=st.sampled_from(cutoffs), filters=st.sampled_from(list(dict.fromkeys(choices))))
+    return st.builds(CallWith, k=ks_strategy(ks), k_to=st.sampled_from(cutoffs), filters=st.sampled_from(_filter_choices(world, filters)))
+
+
+def covers(world: World, asked: World, *, ks: Sequence[int], filters: bool = True) -> bool:
+    """Whether this family's own draws for `world` make the call `asked` (so its unit reports a breach there).
+
+    Other families ask other queries (odd queries), cutoffs (past candidate pools) and filters (metadata): a
+    breach on such a call must be reported by the family that made it, even on the unedited corpus.
+    """
+    return (
+        asked.corpus is world.corpus
+        and asked.case.query == world.case.query
+        and asked.params.k in set(ks) | {2 * max(ks)}
+        and asked.params.filters in _filter_choices(world, filters)
+    )
 
 
 def describe_params(params: Params) -> str:

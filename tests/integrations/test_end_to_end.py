@@ -58,7 +58,8 @@ def test_the_default_suite_finds_the_llamaindex_bm25_tenant_leak() -> None:
                    max_examples=5, seed=3)
     failed = {r.relation for r in report.results if r.status == "fail"}
     assert failed & {"tenancy.no_cross_tenant", "tenancy.unauthorized_zero"}, failed
-    assert {r.relation.partition(".")[0] for r in report.results if r.status == "fail"} == {"tenancy"}, failed
+    # The same leak, and nothing else: families that ask under the tenant filter (odd queries, other filters) see it too.
+    assert {r.relation.partition(".")[0] for r in report.results if r.status == "fail"} <= {"tenancy", "odd_query", "filters"}, failed
     assert not [r for r in report.results if r.status == "error"]
 
 

@@ -111,7 +111,7 @@ def test_report_from_results_is_order_independent_and_has_the_contract_shape() -
     assert a.to_dict() == b.to_dict()
     data = json.loads(json.dumps(a.to_dict()))
     assert data["schema"] == "ragmorph.report/1"
-    assert set(data) == {"schema", "manifest", "results", "metrics", "queries", "slices", "summary"}
+    assert set(data) == {"schema", "manifest", "results", "metrics", "queries", "slices", "summary", "suggestions"}
     assert set(data["manifest"]) == {"ragmorph_version", "created", "corpus", "cases", "retrievers", "strategies", "seed", "settings"}
     assert set(data["manifest"]["settings"]) == {"max_examples", "derandomize", "ks", "timeout"}
     row = data["results"][0]

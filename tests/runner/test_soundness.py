@@ -10,15 +10,36 @@ from hypothesis import strategies as st
 
 from ragmorph.adapters import BM25Retriever, DenseRetriever
 from ragmorph.runner import check
+from quality.zoo2.plain import PlainBM25, PlainBM25TiesByIdDesc, PlainNFKCBM25
 from support.generators import worlds
 from support.reference_bm25 import ReferenceBM25
 
 _NESTED = [h for h in HealthCheck if h.name in {"nested_given", "too_slow", "data_too_large", "filter_too_much"}]
 
-CORRECT = {"bm25": BM25Retriever, "dense": DenseRetriever, "reference_bm25": ReferenceBM25}
-# The lexical trait is what the hard distractor relation presumes, normalising what the hard query relation
-# presumes; both BM25s (default tokenizer) keep both promises, the dense one neither.
-TRAITS = {"bm25": ["lexical", "normalising"], "reference_bm25": ["lexical", "normalising"]}
+# The built-ins and the brute-force reference, plus user-style adapters (tests/quality/zoo2/plain.py) that keep an
+# index and edit it with add/remove/update/index deltas, break score ties another way (by descending id), and
+# implement every filter themselves; one normalises Unicode (NFKC) in chunks and queries alike.
+CORRECT = {
+    "bm25": BM25Retriever,
+    "dense": DenseRetriever,
+    "reference_bm25": ReferenceBM25,
+    "plain_bm25": PlainBM25,
+    "plain_ties_by_id_desc": PlainBM25TiesByIdDesc,
+    "plain_nfkc": PlainNFKCBM25,
+}
+# The lexical trait is what the hard distractor, depth and growth relations presume, normalising what the hard
+# query relation presumes, unicode_normalising what the hard Unicode query relation presumes. The BM25s keep
+# lexical and normalising (casefolded \w+ tokens); only the NFKC one keeps unicode_normalising; the dense one
+# keeps neither. Every one of them edits exactly (exact_deltas): after add/remove/update/index it ranks like a
+# fresh index of the edited corpus.
+TRAITS = {
+    "bm25": ["lexical", "normalising", "exact_deltas"],
+    "dense": ["exact_deltas"],
+    "reference_bm25": ["lexical", "normalising", "exact_deltas"],
+    "plain_bm25": ["lexical", "normalising", "exact_deltas"],
+    "plain_ties_by_id_desc": ["lexical", "normalising", "exact_deltas"],
+    "plain_nfkc": ["lexical", "unicode_normalising", "exact_deltas"],
+}
 
 
 def _hard_problems(report) -> list[str]:

@@ -85,6 +85,10 @@ def render_summary(report: Mapping[str, Any], *, color: bool = False) -> str:
     notes = _notes(report, table)
     if notes:
         lines += ["", *notes]
+    suggestions = report.get("suggestions") or []
+    if suggestions:
+        lines += ["", "trait suggestions (declare them only if they hold for your retriever):"]
+        lines += [f"  {_clean(s['retriever'])}: {_clean(s['message'])}" for s in suggestions]
     lines += ["", _totals(report, color)]
     return "\n".join(lines)
 

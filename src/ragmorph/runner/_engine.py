@@ -7,7 +7,7 @@ order or process and give the same results (only call-cache hits differ).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ from ..errors import RagmorphError
 from ..model import Case, Corpus, World
 from ..relations import Observation, Relation, Severity, Verdict
 from ..strategies import FAMILIES, corpus_diff, relation_applies
-from ..strategies.contract import VALID_RESPONSE
+from ..strategies.contract import VALID_RESPONSE, covers
 from ._executor import CallCache, Executor, Probe, Step, run_after
 from ._minimise import drop_blocks, minimal_subset
 from ._search import search
@@ -146,13 +146,15 @@ class _Tally:
     example: dict[str, str] | None = None
 
 
-def _judge(relations: Sequence[Relation], perturbation: Any, probe: Probe, delegate: Corpus | None) -> list[tuple[Relation, Verdict]]:
-    """Verdicts of the relations that judge `perturbation`; `delegate` is the corpus whose contract breaches
+def _judge(
+    relations: Sequence[Relation], perturbation: Any, probe: Probe, delegate: Callable[[World], bool] | None
+) -> list[tuple[Relation, Verdict]]:
+    """Verdicts of the relations that judge `perturbation`; `delegate` tells the calls whose contract breaches
     another unit (the contract family's) reports."""
     broken = probe.invalid
     if broken is not None:
         # A rejected response has no ranking to compare: only the contract relation can judge that pair.
-        if delegate is not None and broken.world.corpus is delegate:
+        if delegate is not None and delegate(broken.world):
             return []
         return [(r, r.check(probe.base, probe.follow)) for r in relations if r is VALID_RESPONSE]
     return [(r, r.check(probe.base, probe.follow)) for r in relations if relation_applies(r, perturbation)]
@@ -175,6 +177,12 @@ def _search(
 ) -> _Violation | None:
     """One Hypothesis run; raises inside the test for the first failing target relation so Hypothesis shrinks it."""
     shrinking = {"on": False}
+    delegate = None
+    if unit.settings.contract_unit and unit.strategy != "contract":
+        supports_filters = bool(executor.capabilities.supports_filters)
+
+        def delegate(asked: World) -> bool:
+            return covers(world, asked, ks=unit.settings.ks, filters=supports_filters)
 
     def test(perturbation: Any) -> _Violation | None:
         if state.get("error") is not None:
@@ -195,7 +203,6 @@ def _search(
                 if relation_applies(relation, perturbation) and fresh:
                     tallies[relation.name].last_reason = probe
             return None
-        delegate = world.corpus if unit.settings.contract_unit and unit.strategy != "contract" else None
         verdicts = _judge(relations, perturbation, probe, delegate)
         broken = probe.invalid
         if fresh and broken is not None:

@@ -8,8 +8,10 @@ from typing import Any
 
 import attrs
 
-from ..errors import ExitCode
+from ..errors import ExitCode, RagmorphError
 from ..model import Case, Corpus
+from ..strategies import CATALOG
+from ..strategies.traits import Suggestion, suggest_traits
 from ._engine import Result, Settings
 from ._slices import slice_rows
 from ._spec import RetrieverSpec
@@ -30,6 +32,13 @@ def _cases_fingerprint(cases: Sequence[Case]) -> str:
     return digest.hexdigest()
 
 
+def _declared_traits(spec: RetrieverSpec) -> frozenset[str]:
+    try:
+        return spec.all_traits(spec.resolve())
+    except RagmorphError:
+        return frozenset(spec.traits)
+
+
 class ViolationsFound(AssertionError):
     """`CheckReport.assert_ok()` failed: the message is the triaged summary (groups, worst first, replays)."""
 
@@ -45,6 +54,8 @@ class CheckReport:
     queries: dict[str, dict[str, Any]] = attrs.field(eq=False, factory=dict)
     # retriever -> slice rows (per tag, per tenant), see runner._slices.
     slices: dict[str, list[dict[str, Any]]] = attrs.field(eq=False, factory=dict)
+    # Traits the run's evidence supports but the retriever does not declare (never applied, only suggested).
+    suggestions: tuple[Suggestion, ...] = attrs.field(default=(), eq=False)
 
     @classmethod
     def from_results(
@@ -105,8 +116,12 @@ class CheckReport:
             "seed": seed,
             "settings": settings.to_dict(),
         }
+        declared = {spec.name: _declared_traits(spec) for spec in retrievers}
+        suggestions = suggest_traits(rows, declared, CATALOG)
         slices = slice_rows(rows, cases, scores)
-        return cls(results=rows, manifest=manifest, metrics=metrics, queries=queries, slices=slices)
+        return cls(
+            results=rows, manifest=manifest, metrics=metrics, queries=queries, slices=slices, suggestions=suggestions
+        )
 
     @property
     def summary(self) -> dict[str, int]:
@@ -149,4 +164,5 @@ class CheckReport:
             "queries": self.queries,
             "slices": self.slices,
             "summary": self.summary,
+            "suggestions": [s.to_dict() for s in self.suggestions],
         }

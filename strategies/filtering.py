@@ -1,0 +1,205 @@
+"""Filters family: every filter a retriever accepts selects from the unfiltered ranking and changes nothing else.
+
+`tenancy` judges the tenant filter; this family judges the others and their combinations: `current_only`,
+metadata equality, and a tenant together with either. The unfiltered ranking is fetched deep (at least the
+whole corpus for small corpora, so the call also asks for k above the corpus size), then the same query is
+asked under the filters at k. Two hard relations follow from the contract of DESIGN section 3: a filter never
+admits a chunk it excludes, and it never drops a chunk it admits (the filtered ranking is the unfiltered
+ranking's admitted chunks, in order, cut to k, up to score ties).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import attrs
+from hypothesis import strategies as st
+
+from ragmorph.model import Filters, Hit, World
+from ragmorph.relations import Direction, Observation, Relation, Severity, Verdict, compare_up_to_ties
+
+from ._core import Family, PerturbationBase, ks_strategy, query_tokens
+
+__all__ = ["FAMILY", "RELATIONS", "ApplyFilters", "admitted_only", "filter_choices", "filtered_equals_admitted", "filterings"]
+
+# The unfiltered base asks this many hits at least (and the whole corpus when it is smaller): deep enough to
+# see past the candidate pools real indexes use (10, 40) while staying cheap on large corpora.
+_MIN_DEPTH = 100
+# Metadata values offered as equality filters: those of the gold chunks first, then the most common ones.
+_METADATA_CHOICES = 6
+
+
+@attrs.frozen
+class ApplyFilters(PerturbationBase):
+    """Compare an unfiltered ranking fetched `depth` deep with the ranking under `filters` at k."""
+
+    family: ClassVar[str] = "filters"
+    k: int
+    depth: int
+    filters: Filters
+
+    def base(self, world: World) -> World:
+        """The unfiltered world, asked `depth` deep."""
+        return attrs.evolve(world, params=attrs.evolve(world.params, k=self.depth, filters=Filters()))
+
+    def apply(self, world: World) -> World:
+        """The same query under `filters`, at k."""
+        return attrs.evolve(world, params=attrs.evolve(world.params, k=self.k, filters=self.filters))
+
+
+def _scalar_items(metadata: Any) -> list[tuple[str, Any]]:
+    # Equality filters on JSON scalars only: lists and objects are not hashable and no store compares them so.
+    return [(k, v) for k, v in metadata.items() if v is None or isinstance(v, (str, int, float, bool))]
+
+
+def filter_choices(world: World) -> list[Filters]:
+    """The filters drawn for `world`, simplest first: current_only, metadata equality (gold chunks' values
+    first), and the case's tenant combined with each."""
+    corpus, case = world.corpus, world.case
+    gold = [corpus[i] for i in case.gold_ids if i in corpus]
+    counts: Counter[tuple[str, Any]] = Counter(pair for chunk in corpus for pair in _scalar_items(chunk.metadata))
+    preferred = [pair for chunk in gold for pair in _scalar_items(chunk.metadata)]
+    pairs = list(dict.fromkeys(preferred + [pair for pair, _ in counts.most_common()]))[:_METADATA_CHOICES]
+    choices = [Filters(current_only=True)] + [Filters(metadata={key: value}) for key, value in pairs]
+    if gold and len(gold[0].metadata) >= 2:
+        both = dict(_scalar_items(gold[0].metadata)[:2])
+        if len(both) == 2:
+            choices.append(Filters(metadata=both))
+    if case.tenant is not None:
+        with_tenant = [attrs.evolve(f, tenant=case.tenant) for f in choices]
+        choices = choices + with_tenant
+    return list(dict.fromkeys(choices))
+
+
+def filterings(world: World, *, ks: Sequence[int], filters: bool = True, **_: object) -> st.SearchStrategy[ApplyFilters]:
+    """Draw a filter and a cutoff; shrinks toward `current_only` at the smallest k.
+
+    A retriever that takes no filters gets perturbations without filters, which every relation reports as
+    not applicable (with the reason) instead of an error.
+    """
+    depth = max(min(len(world.corpus), _MIN_DEPTH * 10), _MIN_DEPTH, max(ks))
+    choices = filter_choices(world) if filters else [Filters()]
+    return st.builds(lambda k, f: ApplyFilters(k=k, depth=max(depth, k), filters=f), ks_strategy(ks), st.sampled_from(choices))
+
+
+def _describe(filters: Filters) -> str:
+    parts = [f"tenant={filters.tenant!r}"] if filters.tenant is not None else []
+    parts += ["current_only"] if filters.current_only else []
+    parts += [f"{key}={value!r}" for key, value in filters.metadata.items()]
+    return ", ".join(parts) or "no filters"
+
+
+def admitted_only(observation: Observation) -> Verdict:
+    """Verdict that every hit of `observation` passes the filters it was asked with (pure)."""
+    filters = observation.world.params.filters
+    if filters.is_empty:
+        return Verdict.not_applicable("the call has no filters")
+    corpus = observation.world.corpus
+    for rank, hit in enumerate(observation.ranking.hits, start=1):
+        chunk = corpus.get(hit.id)
+        if chunk is not None and not filters.allows(chunk):
+            return Verdict.broken(f"chunk {hit.id!r} at rank {rank} does not pass the filters ({_describe(filters)})", 0, 1)
+    return Verdict.ok(f"every hit passes the filters ({_describe(filters)})", 0, 0)
+
+
+def filtered_equals_admitted(base: Observation, follow: Observation) -> Verdict:
+    """Verdict that the filtered follow-up is the unfiltered base's admitted hits in order, cut to k (pure).
+
+    When the base was exhausted (fewer hits than asked) and shows at most k admitted chunks, the filtered
+    ranking must be exactly those; otherwise its first min(k, admitted shown) hits must be the admitted prefix,
+    with chunks tied at the cut interchangeable.
+    """
+    filters = follow.world.params.filters
+    if not base.world.params.filters.is_empty or filters.is_empty:
+        return Verdict.not_applicable("only judged for an unfiltered base and a filtered follow-up")
+    corpus, k = base.world.corpus, follow.world.params.k
+    admitted: list[Hit] = [h for h in base.ranking.hits if h.id in corpus and filters.allows(corpus[h.id])]
+    exhausted = len(base.ranking.hits) < base.world.params.k
+    what = f"the unfiltered ranking's chunks that pass the filters ({_describe(filters)})"
+    if exhausted and len(admitted) <= k:
+        # The unfiltered ranking listed every chunk it would ever return, so the filtered one is fully known.
+        verdict = compare_up_to_ties(admitted, follow.ranking.hits, open_end=False, scores_comparable=False)
+    else:
+        shown = min(k, len(admitted))
+        if len(follow.ranking.hits) < shown:
+            return Verdict.broken(
+                f"the filtered ranking has {len(follow.ranking.hits)} hits, but {what} are already "
+                f"{shown} or more: {[h.id for h in admitted[:shown]]}"
+            )
+        verdict = compare_up_to_ties(admitted[:shown], follow.ranking.hits[:shown], scores_comparable=False, below=admitted[shown:])
+    if not verdict.holds:
+        return Verdict.broken(f"the filtered ranking is not {what}: {verdict.detail}")
+    return verdict
+
+
+def _admitted_only(base: Observation, follow: Observation) -> Verdict:
+    return admitted_only(follow)
+
+
+def _shares_query_words(base: Observation, follow: Observation) -> Verdict:
+    wanted = set(query_tokens(base.world.case.query))
+    hits = [*base.ranking.hits, *follow.ranking.hits]
+    if not hits:
+        return Verdict.not_applicable("nothing was returned")
+    corpus = base.world.corpus
+    for hit in hits:
+        chunk = corpus.get(hit.id)
+        if chunk is None:
+            continue
+        if not wanted.intersection(query_tokens(chunk.text)):
+            return Verdict.broken(f"chunk {hit.id!r} shares no word with the query")
+    return Verdict.ok("every returned chunk shares a word with the query")
+
+
+RELATIONS = (
+    Relation(
+        name="filters.admitted_only",
+        family="filters",
+        summary="under any filter (current_only, metadata equality, tenant with either), every hit passes it",
+        target="ranking@k",
+        direction=Direction.NEVER,
+        severity=Severity.HARD,
+        check=_admitted_only,
+        judges_filtering=True,
+        assumptions=(
+            "Filters semantics of DESIGN section 1: a tenant sees its own and shared chunks, current_only drops any "
+            "chunk with superseded_by set, metadata equality needs the key present with an equal value",
+        ),
+    ),
+    Relation(
+        name="filters.filtered_equals_admitted",
+        family="filters",
+        summary="the filtered ranking equals the unfiltered ranking's admitted chunks in order, cut to k (up to ties)",
+        target="ranking@k",
+        direction=Direction.INVARIANT_UP_TO_TIES,
+        severity=Severity.HARD,
+        check=filtered_equals_admitted,
+        judges_filtering=True,
+        assumptions=(
+            "the filter selects from one scored list (pre- or post-filtering one index, with k candidates after "
+            "filtering); an index per filter value with its own term statistics may order chunks differently",
+            "only the prefix the unfiltered top `depth` fixes is compared; beyond it, chunks tied at the cut pass",
+        ),
+    ),
+    Relation(
+        name="filters.hits_share_query_words_rate",
+        family="filters",
+        summary="how often every returned chunk shares a word (casefolded word token) with the query (any retriever)",
+        target="ranking@k",
+        direction=Direction.NEVER,
+        severity=Severity.SOFT,
+        check=_shares_query_words,
+        assumptions=("soft: evidence for the trait 'lexical', which the report suggests when it always held",),
+    ),
+)
+
+
+FAMILY = Family(
+    name="filters",
+    summary="apply current_only, metadata equality or a tenant with either; compare with the unfiltered ranking",
+    relations=RELATIONS,
+    draw=filterings,
+    perturbation_types=(ApplyFilters,),
+)

@@ -1,0 +1,150 @@
+"""State family: an instance answers like a fresh instance of the same factory over the same corpus.
+
+`repeat` compares calls on one instance. Here a fresh instance answers the same call: after the base instance
+has answered other calls (other k and filters), a fresh instance over the same corpus must rank alike, so
+state the base instance carries from its history shows; and a fresh instance over the corpus without a chunk
+must never return that chunk, so state shared *between* instances (class-level caches, mutable defaults,
+module globals) shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+import attrs
+from hypothesis import strategies as st
+
+from ragmorph.model import Filters, Params, World
+from ragmorph.relations import (
+    Call,
+    Direction,
+    Instance,
+    Observation,
+    Plan,
+    Relation,
+    Role,
+    Severity,
+    Verdict,
+    compare_up_to_ties,
+)
+
+from ._core import Family, PerturbationBase, check_never, corpus_diff, ks_strategy, query_tokens
+
+__all__ = ["FAMILY", "RELATIONS", "FreshAfterCalls", "FreshWithout", "fresh_checks"]
+
+_CANDIDATES = 12
+
+
+@attrs.frozen
+class FreshAfterCalls(PerturbationBase):
+    """The base instance answers the calls `between`, then the base call; a fresh instance answers it too."""
+
+    family: ClassVar[str] = "state"
+    k: int
+    between: tuple[Params, ...] = ()
+
+    def plan(self, world: World) -> Plan:
+        """Calls `between` and the base call on the base instance (uncached), then the base call on a fresh one."""
+        base = self.base(world)
+        between = tuple(Call(attrs.evolve(base, params=params), Instance.SAME) for params in self.between)
+        return Plan((*between, Call(base, Instance.SAME, role=Role.BASE), Call(base, Instance.FRESH, role=Role.FOLLOW)))
+
+
+@attrs.frozen
+class FreshWithout(PerturbationBase):
+    """The base instance answers the base call; a fresh instance over the corpus without `ids` answers it too."""
+
+    family: ClassVar[str] = "state"
+    k: int
+    ids: tuple[str, ...]
+
+    def apply(self, world: World) -> World:
+        """The world without `ids`, at k."""
+        return attrs.evolve(world, corpus=world.corpus.without(self.ids), params=attrs.evolve(world.params, k=self.k))
+
+    def plan(self, world: World) -> Plan:
+        """The base call on the base instance, then the call on a fresh instance over the smaller corpus."""
+        return Plan.pair(self.base(world), self.apply(world), instance=Instance.FRESH)
+
+    def referenced_ids(self) -> tuple[str, ...]:
+        """The ids the fresh instance does not hold."""
+        return self.ids
+
+
+def fresh_checks(world: World, *, ks: Sequence[int], filters: bool = True, **_: object) -> st.SearchStrategy[PerturbationBase]:
+    """Draw a fresh-instance comparison; shrinks toward no calls in between, or the removal of the chunk sharing
+    most query words, at the smallest k."""
+    tenant = world.case.tenant
+    choices = [world.params.filters]
+    if filters:
+        choices += [Filters(), Filters(current_only=True)]
+        if tenant is not None:
+            choices.append(Filters(tenant=tenant, current_only=True))
+    wider = sorted(set(ks) | {2 * max(ks)})
+    calls = st.builds(Params, k=st.sampled_from(wider), filters=st.sampled_from(list(dict.fromkeys(choices))))
+    after = st.builds(FreshAfterCalls, k=ks_strategy(ks), between=st.lists(calls, max_size=3).map(tuple))
+    query = set(query_tokens(world.case.query))
+    rows = [(len(query & set(query_tokens(c.text))), n, c.id) for n, c in enumerate(world.corpus)]
+    candidates = [i for shared, _, i in sorted(rows, key=lambda r: (-r[0], r[1])) if shared][:_CANDIDATES]
+    if not candidates:
+        return after
+    without = st.builds(
+        lambda k, ids: FreshWithout(k=k, ids=tuple(ids)),
+        ks_strategy(ks),
+        st.lists(st.sampled_from(candidates), min_size=1, max_size=1),
+    )
+    return st.one_of(without, after)
+
+
+def _agrees(base: Observation, follow: Observation) -> Verdict:
+    verdict = compare_up_to_ties(base.ranking.hits, follow.ranking.hits)
+    if not verdict.holds:
+        return Verdict.broken(f"the instance that answered earlier calls and a fresh one over the same corpus disagree: {verdict.detail}")
+    return verdict
+
+
+def _fresh_never_removed(base: Observation, follow: Observation) -> Verdict:
+    removed = corpus_diff(base.world.corpus, follow.world.corpus)[1]
+    if not removed:
+        return Verdict.not_applicable("the fresh instance holds every chunk")
+    verdict = check_never(set(removed), follow, "chunk the fresh instance was not given")
+    if not verdict.holds:
+        return Verdict.broken(f"{verdict.detail}: state is shared between instances (a class-level cache or a mutable default)")
+    return verdict
+
+
+RELATIONS = (
+    Relation(
+        name="state.fresh_instance_agrees",
+        family="state",
+        summary="after other calls (other k, filters), the instance ranks like a fresh instance over the same corpus (up to ties)",
+        target="ranking@k",
+        direction=Direction.INVARIANT_UP_TO_TIES,
+        severity=Severity.HARD,
+        check=_agrees,
+        applies_to=("FreshAfterCalls",),
+        assumptions=("deterministic retriever: building an index twice over one corpus gives the same index; exact search",),
+    ),
+    Relation(
+        name="state.fresh_never_returns_removed",
+        family="state",
+        summary="a fresh instance over the corpus without a chunk never returns that chunk",
+        target="ranking@k",
+        direction=Direction.NEVER,
+        severity=Severity.HARD,
+        check=_fresh_never_removed,
+        applies_to=("FreshWithout",),
+        assumptions=("instances share no index state (each factory call builds its own index)",),
+    ),
+)
+
+
+FAMILY = Family(
+    name="state",
+    summary="compare with a fresh instance: after other calls, and over the corpus without a chunk",
+    relations=RELATIONS,
+    draw=fresh_checks,
+    edits_corpus=True,
+    perturbation_types=(FreshAfterCalls, FreshWithout),
+)

@@ -1,0 +1,123 @@
+"""The judges of the filters, depth, odd_query and lifecycle families on hand-built observations, and their draws."""
+
+from __future__ import annotations
+
+import unicodedata
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ragmorph.model import Case, Chunk, Corpus, Filters, Hit, Params, Ranking, World
+from ragmorph.relations import Observation
+from ragmorph.strategies import FAMILIES
+from ragmorph.strategies._core import query_tokens
+from ragmorph.strategies.depth import no_newcomer
+from ragmorph.strategies.filtering import admitted_only, filter_choices, filtered_equals_admitted
+from ragmorph.strategies.lifecycle import Grow, growth_keeps_matches
+from ragmorph.strategies.odd_query import KINDS, nfkc_words, odd_query_text
+
+_QUICK = settings(max_examples=30, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+
+CORPUS = Corpus(
+    [
+        Chunk("hr-1", "Leave policy", tenant="acme", metadata={"kind": "handbook", "area": "hr"}),
+        Chunk("hr-1.v1", "Old leave policy", tenant="acme", superseded_by="hr-1", metadata={"kind": "handbook", "area": "hr"}),
+        Chunk("faq-1", "Leave questions", metadata={"kind": "faq", "area": "hr"}),
+        Chunk("it-1", "Password reset", tenant="globex", metadata={"kind": "guide", "area": "it"}),
+    ]
+)
+CASE = Case("q", "leave policy", tenant="acme", evidence=[["hr-1"]])
+
+
+def obs(hits: list[tuple[str, float]], *, k: int, filters: Filters = Filters(), corpus: Corpus = CORPUS, query: str = CASE.query) -> Observation:
+    """An observation of `hits` for the case asked with `query`, `k` and `filters` over `corpus`."""
+    case = Case(CASE.id, query, tenant=CASE.tenant, evidence=CASE.evidence)
+    return Observation(World(corpus, case, Params(k, filters)), Ranking(tuple(Hit(i, s) for i, s in hits)))
+
+
+# -- filters --------------------------------------------------------------------------------------------------
+def test_admitted_only_names_the_chunk_outside_the_filter() -> None:
+    current = Filters(current_only=True)
+    assert admitted_only(obs([("hr-1", 2.0), ("faq-1", 1.0)], k=3, filters=current)).holds
+    verdict = admitted_only(obs([("hr-1", 2.0), ("hr-1.v1", 1.0)], k=3, filters=current))
+    assert not verdict.holds and "'hr-1.v1' at rank 2" in verdict.detail
+    assert not admitted_only(obs([("faq-1", 1.0)], k=3, filters=Filters(metadata={"kind": "handbook"}))).holds
+    assert not admitted_only(obs([], k=3)).applicable
+
+
+def test_filtered_equals_admitted_on_an_exhausted_base_is_exact() -> None:
+    base = obs([("hr-1.v1", 3.0), ("hr-1", 2.0), ("faq-1", 1.0)], k=100)
+    current = Filters(current_only=True)
+    assert filtered_equals_admitted(base, obs([("hr-1", 2.0), ("faq-1", 1.0)], k=5, filters=current)).holds
+    # Dropping an admitted chunk, or adding one the unfiltered ranking never showed, is a failure.
+    assert not filtered_equals_admitted(base, obs([("hr-1", 2.0)], k=5, filters=current)).holds
+    assert not filtered_equals_admitted(base, obs([("hr-1", 2.0), ("faq-1", 1.0), ("it-1", 0.5)], k=5, filters=current)).holds
+    assert filtered_equals_admitted(base, obs([("hr-1", 2.0)], k=1, filters=current)).holds
+
+
+def test_filtered_equals_admitted_allows_ties_at_the_cut_of_a_full_base() -> None:
+    base = obs([("hr-1", 2.0), ("faq-1", 1.0)], k=2)  # full: more may match beyond it
+    handbook = Filters(metadata={"area": "hr"})
+    assert filtered_equals_admitted(base, obs([("hr-1", 2.0), ("faq-1", 1.0)], k=2, filters=handbook)).holds
+    assert not filtered_equals_admitted(base, obs([("faq-1", 1.0)], k=2, filters=handbook)).holds
+    assert not filtered_equals_admitted(base, base).applicable
+
+
+def test_filter_choices_start_with_current_only_and_use_gold_metadata() -> None:
+    choices = filter_choices(World(CORPUS, CASE, Params(5)))
+    assert choices[0] == Filters(current_only=True)
+    assert Filters(metadata={"kind": "handbook"}) in choices and Filters(metadata={"kind": "handbook", "area": "hr"}) in choices
+    assert Filters(tenant="acme", current_only=True) in choices
+    assert len(set(choices)) == len(choices)
+
+
+# -- depth ----------------------------------------------------------------------------------------------------
+def test_no_newcomer_only_judges_exhausted_rankings() -> None:
+    smaller = CORPUS.without(["faq-1"])
+    base = obs([("hr-1", 2.0), ("faq-1", 1.0)], k=21)
+    assert no_newcomer(base, obs([("hr-1", 2.0)], k=21, corpus=smaller)).holds
+    verdict = no_newcomer(base, obs([("hr-1", 2.0), ("hr-1.v1", 1.0)], k=21, corpus=smaller))
+    assert not verdict.holds and "'hr-1.v1' appeared" in verdict.detail
+    full = obs([("hr-1", 2.0), ("faq-1", 1.0)], k=2)
+    assert not no_newcomer(full, obs([("hr-1", 2.0), ("hr-1.v1", 1.0)], k=2, corpus=smaller)).applicable
+
+
+# -- lifecycle ------------------------------------------------------------------------------------------------
+def test_growth_keeps_every_match_and_finds_the_late_chunk() -> None:
+    world = World(CORPUS, CASE, Params(5, Filters(tenant="acme")))
+    grow = Grow(k=50, count=3)
+    grown = grow.apply(world).corpus
+    late = grown.chunks[-1]
+    assert late.text.startswith(CASE.query) and len(grown) == len(CORPUS) + 4
+    assert all(not set(query_tokens(c.text)) & set(query_tokens(CASE.query)) for c in grown.chunks[len(CORPUS) : -1])
+    base = obs([("hr-1", 2.0), ("faq-1", 1.0)], k=50)
+    assert growth_keeps_matches(base, obs([(late.id, 3.0), ("hr-1", 2.0), ("faq-1", 1.0)], k=50, corpus=grown)).holds
+    lost = growth_keeps_matches(base, obs([(late.id, 3.0), ("hr-1", 2.0)], k=50, corpus=grown))
+    assert not lost.holds and "'faq-1'" in lost.detail
+    missing = growth_keeps_matches(base, obs([("hr-1", 2.0), ("faq-1", 1.0)], k=50, corpus=grown))
+    assert not missing.holds and late.id in missing.detail
+    assert not growth_keeps_matches(obs([("hr-1", 2.0)], k=1), obs([], k=1, corpus=grown)).applicable
+
+
+# -- odd queries ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", ["fullwidth", "ligature", "nfd", "nfc"])
+def test_unicode_forms_keep_the_nfkc_words(kind: str) -> None:
+    world = World(CORPUS, Case("q", "Café office flights, ﬁne?", evidence=[["hr-1"]]), Params(3))
+    text = odd_query_text(world, kind)
+    assert nfkc_words(text) == nfkc_words(world.case.query)
+    assert text != world.case.query or kind == "nfc"
+    assert unicodedata.normalize("NFKC", text).casefold() == unicodedata.normalize("NFKC", world.case.query).casefold()
+
+
+@_QUICK
+@given(data=st.data())
+def test_odd_queries_cover_every_kind_and_share_no_word_when_asked(data: st.DataObject) -> None:
+    world = World(CORPUS, CASE, Params(5, Filters(tenant="acme")))
+    drawn = data.draw(FAMILIES["odd_query"].perturbations(world, ks=(1, 3)))
+    assert drawn.kind in KINDS and drawn.filters.tenant == "acme"
+    if drawn.kind == "no_shared_word":
+        held = {t for c in CORPUS for t in query_tokens(c.text)}
+        assert drawn.query and not set(query_tokens(drawn.query)) & held
+    if drawn.kind in ("punctuation", "stopwords"):
+        assert not set(query_tokens(drawn.query)) & set(query_tokens("leave policy"))
