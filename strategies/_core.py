@@ -101,6 +101,7 @@ class Family:
 
     `applicable(world)` returns why the family cannot run on `world`, or None (the default: every world).
     `perturbation_types` are the perturbation classes `draw` produces (replay files name them).
+    `max_examples` caps the run's examples per unit for families whose bugs show in the first few draws.
     """
 
     name: str
@@ -110,6 +111,7 @@ class Family:
     perturbation_types: tuple[type, ...] = ()
     applicable: Callable[[World], str | None] = attrs.field(repr=False, default=_always_applicable)
     edits_corpus: bool = False
+    max_examples: int | None = None
 
     def perturbations(self, world: World, *, ks: Sequence[int]) -> st.SearchStrategy[Any]:
         """The Hypothesis strategy of this family's perturbations for `world` (see `applicable` first)."""

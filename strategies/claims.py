@@ -6,6 +6,7 @@ texts, so the family needs no gold ids: it runs wherever a case states claims th
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -25,9 +26,27 @@ __all__ = ["FAMILY", "MAX_SUPPORTERS", "RELATIONS", "RemoveClaimSupport", "claim
 MAX_SUPPORTERS = 3
 
 
+# Every relation of every probe asks for the supporters of the base corpus's claims: scanning the corpus each time
+# cost 40 s of a 46 s run on 10k chunks (the judge's per-text cache is smaller than the corpus, so a scan evicts
+# itself). Remember the last few answers; each entry holds its corpus, so its id cannot be reused meanwhile.
+_SUPPORTERS: dict[tuple[int, str], tuple[Corpus, tuple[str, ...]]] = {}
+_SUPPORTER_SLOTS = 64
+_SUPPORTERS_LOCK = threading.Lock()
+
+
 def supporters(corpus: Corpus, claim: str) -> tuple[str, ...]:
     """Ids of the chunks of `corpus` whose text supports `claim` under the default token judge, in corpus order."""
-    return tuple(chunk.id for chunk in corpus if DEFAULT_SUPPORT.supports(claim, chunk.text))
+    key = (id(corpus), claim)
+    with _SUPPORTERS_LOCK:
+        found = _SUPPORTERS.get(key)
+    if found is not None and found[0] is corpus:
+        return found[1]
+    ids = tuple(chunk.id for chunk in corpus if DEFAULT_SUPPORT.supports(claim, chunk.text))
+    with _SUPPORTERS_LOCK:
+        if len(_SUPPORTERS) >= _SUPPORTER_SLOTS:
+            _SUPPORTERS.pop(next(iter(_SUPPORTERS)))
+        _SUPPORTERS[key] = (corpus, ids)
+    return ids
 
 
 @attrs.frozen

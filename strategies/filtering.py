@@ -202,4 +202,5 @@ FAMILY = Family(
     relations=RELATIONS,
     draw=filterings,
     perturbation_types=(ApplyFilters,),
+    max_examples=12,
 )

@@ -435,4 +435,5 @@ FAMILY = Family(
     applicable=_applicable,
     edits_corpus=True,
     perturbation_types=(UpdateChunk, Reindex, AgainstFresh, Grow),
+    max_examples=15,
 )

@@ -212,4 +212,5 @@ FAMILY = Family(
     draw=odd_queries,
     applicable=_applicable,
     perturbation_types=(OddQuery,),
+    max_examples=12,
 )

@@ -147,4 +147,5 @@ FAMILY = Family(
     draw=fresh_checks,
     edits_corpus=True,
     perturbation_types=(FreshAfterCalls, FreshWithout),
+    max_examples=10,
 )

@@ -28,9 +28,11 @@ Every key is checked: an unknown key, a wrong type or a missing file is an Input
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -248,8 +250,11 @@ class _Reader:
         if value is None:
             return None
         accepted = (int, float) if kind is float else (int,)
-        if isinstance(value, bool) or not isinstance(value, accepted) or (positive and value <= 0):
+        # inf (valid TOML) or 1e300 as a timeout would fail every retriever call inside Thread.join instead.
+        too_big = kind is float and not (isinstance(value, (int, float)) and math.isfinite(value) and value <= threading.TIMEOUT_MAX)
+        if isinstance(value, bool) or not isinstance(value, accepted) or (positive and value <= 0) or too_big:
             noun = "a positive number" if kind is float else ("a positive integer" if positive else "an integer")
+            noun += " (finite)" if kind is float else ""
             raise self.error(key, f"expected {noun}, got {describe(value)}")
         return kind(value)
 

@@ -105,7 +105,7 @@ def test_where_clause_encodes_tenant_currency_and_metadata() -> None:
             {"tenant": {"$in": ["acme", ""]}},
             {"superseded_by": {"$eq": ""}},
             {"meta.lang": {"$eq": "en"}},
-            {"meta.draft": {"$eq": "false"}},
+            {"meta.draft": {"$eq": "json:false"}},
         ]
     }
 

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -76,14 +77,15 @@ def test_every_example_main_runs_on_the_example_corpus() -> None:
     scripts = sorted(EXAMPLES.glob("[!_]*.py"))
     assert {s.stem for s in scripts} == {*FACTORIES, "http_endpoint"}
     env = {**os.environ, "PYTHONWARNINGS": "ignore::DeprecationWarning"}
-    # Started together so the interpreter start-ups overlap.
-    running = [
-        (script, subprocess.Popen([sys.executable, str(script)], cwd=ROOT, env=env, text=True,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE))
-        for script in scripts
-    ]
-    for script, process in running:
-        out, err = process.communicate(timeout=120)
+    # Two at a time: the start-ups overlap on a 2-core machine, while ten at once (each importing its library,
+    # one starting PostgreSQL) made a loaded machine miss the timeout.
+    def run(script: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, str(script)], cwd=ROOT, env=env, text=True, capture_output=True, timeout=300)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        finished = list(zip(scripts, pool.map(run, scripts)))
+    for script, process in finished:
+        out, err = process.stdout, process.stderr
         assert process.returncode == 0, f"{script.name} failed:\n{err[-2000:]}"
         lines = out.splitlines()
         assert lines[0].startswith("query: ") and lines[1].startswith("1. "), f"{script.name} printed:\n{out}"

@@ -42,16 +42,29 @@ def test_chunk_metadata_is_flat_and_none_free() -> None:
         "tenant": "",
         "effective_from": "",
         "superseded_by": "",
-        "meta.flag": "true",
-        "meta.none": "null",
-        "meta.list": "[2, 1]",
+        "meta.flag": "json:true",
+        "meta.none": "json:null",
+        "meta.list": "json:[2, 1]",
     }
 
 
-@pytest.mark.parametrize(("value", "encoded"), [("a", "a"), (3, 3), (2.5, 2.5), (True, "true"), (2**70, str(2**70))])
+@pytest.mark.parametrize(
+    ("value", "encoded"),
+    [("a", "a"), (3, 3), (2.5, 2.5), (True, "json:true"), (2**70, f"json:{2**70}"), ("json:x", 'json:"json:x"')],
+)
 def test_encode_value_keeps_scalars_and_json_encodes_the_rest(value: object, encoded: object) -> None:
     assert encode_value(value) == encoded
     assert type(encode_value(value)) is type(encoded)
+
+
+def test_encoding_is_one_to_one_so_a_string_never_matches_a_boolean() -> None:
+    # Found by the property test below: "true" and True were both stored as "true", so a filter on one admitted the other.
+    assert encode_value("true") != encode_value(True)
+    assert encode_value("null") != encode_value(None)
+    assert encode_value("[2, 1]") != encode_value([2, 1])
+    chunk = Chunk("x", "text", metadata={"lang": True})
+    assert not metadata_allows(Filters(metadata={"lang": "true"}), chunk_metadata(chunk))
+    assert metadata_allows(Filters(metadata={"lang": True}), chunk_metadata(chunk))
 
 
 @pytest.mark.parametrize("bad", ["", "tenant", "superseded_by", "meta.id", 3])

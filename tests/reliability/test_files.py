@@ -50,6 +50,18 @@ def test_timeouts_threads_cannot_wait_for_are_refused_when_parsing(
     assert "argument --timeout: expected" in _err(capsys)
 
 
+@pytest.mark.parametrize("value", ["inf", "1e300", "nan"])
+def test_a_config_file_timeout_threads_cannot_wait_for_is_refused_when_reading_it(
+    world: tuple[Path, Path], value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus, cases = world
+    config = corpus.parent / "ragmorph.toml"
+    config.write_text(f'corpus = "{corpus.name}"\ncases = "{cases.name}"\ntimeout = {value}\n'
+                      f'[retrievers]\nmine = "{COUNTING}"\n', encoding="utf-8")
+    assert main(["run", "--config", str(config)]) == EXIT_USAGE
+    assert "timeout" in _err(capsys)
+
+
 def test_a_folder_given_as_corpus_says_folder(world: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
     corpus, cases = world
     argv = run_args((corpus.parent, cases), COUNTING)

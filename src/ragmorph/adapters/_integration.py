@@ -8,7 +8,8 @@ Chunk fields are stored in a library's document metadata under these keys (the i
 - ``"superseded_by"``: the successor's id, ``""`` for a current chunk;
 - ``"version"``: the version number, left out when unset;
 - ``"meta.<key>"``: each user metadata value; strings and numbers as they are, anything else (booleans, null,
-  lists, objects) as canonical JSON text, so equality filters compare the same encoding on both sides.
+  lists, objects) as ``"json:"`` + canonical JSON text (a string that itself starts with ``"json:"`` is stored
+  that way too), so the encoding is one-to-one and equality filters compare the same encoding on both sides.
 
 Filters go to the library's own filter mechanism (a metadata filter, a ``where`` clause, a SQL ``WHERE``), as
 the user's application passes them: a leak or a short list from the library is then the library's, and
@@ -97,15 +98,21 @@ def check_id_key(id_key: Any) -> str:
     return id_key
 
 
+# Marks JSON text in an encoded value. Without it the string "true" and the boolean True would both be stored as
+# "true", and an equality filter on one would admit documents holding the other.
+JSON_MARKER = "json:"
+
+
 def encode_value(value: Any) -> str | int | float:
-    """A user metadata value as a scalar every vector store accepts (JSON text for non-scalars)."""
-    if isinstance(value, str):
+    """A user metadata value as a scalar every vector store accepts, one-to-one: strings as they are (unless they
+    start with JSON_MARKER), numbers as they are, anything else as JSON_MARKER + canonical JSON text."""
+    if isinstance(value, str) and not value.startswith(JSON_MARKER):
         return value
     if isinstance(value, int) and not isinstance(value, bool) and -_INT64 <= value < _INT64:
         return value
     if isinstance(value, float):
         return value
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    return JSON_MARKER + json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
 def escape_key(key: str, special: str) -> str:

@@ -103,6 +103,9 @@ def plan(
     if not isinstance(corpus, Corpus):
         raise UsageError(f"expected a ragmorph.model.Corpus, got corpus={describe(corpus)}")
     cases = tuple(cases)
+    if not cases:
+        # A run with nothing to judge would report "0 pass" and exit 0: a false pass, as the CLI already refuses.
+        raise UsageError("expected at least one case to judge, got cases=() (empty)")
     validate_cases(corpus, cases)
     specs = _spec_mapping(retrievers, traits)
     families = _strategies(strategies)

@@ -238,7 +238,7 @@ def _search(
     return search(
         strategy,
         test,
-        max_examples=unit.settings.max_examples,
+        max_examples=min(unit.settings.max_examples, FAMILIES[unit.strategy].max_examples or unit.settings.max_examples),
         derandomize=unit.settings.derandomize,
         seed=unit.seed,
         on_flaky=flaky,
