@@ -211,6 +211,9 @@ class Relation:
     # True for relations that judge the retriever's filtering: where ragmorph does the filtering for it
     # (`Capabilities.filtered_by == "ragmorph"`), they would judge ragmorph's own filter, so they are not_applicable.
     judges_filtering: bool = False
+    # True when the relation presumes exact nearest-neighbour search: for a retriever declaring the trait
+    # 'approximate' (an HNSW or IVF index) it is measured as a rate instead of failing the run.
+    exact_search: bool = False
 
     registry_fields: ClassVar[tuple[str, ...]] = (
         "name",
@@ -223,6 +226,7 @@ class Relation:
         "applies_to",
         "requires",
         "judges_filtering",
+        "exact_search",
     )
 
     def describe(self) -> dict[str, Any]:
