@@ -74,6 +74,7 @@ def _recall(base: Observation, follow: Observation) -> Verdict:
 RELATIONS = (
     Relation(
         name="cutoff.prefix",
+        exact_search=True,
         family="cutoff",
         summary="the ranking at k equals the ranking at a larger k' cut to k, up to score ties",
         target="ranking@k",
@@ -87,6 +88,7 @@ RELATIONS = (
     ),
     Relation(
         name="cutoff.recall",
+        exact_search=True,
         family="cutoff",
         summary="R@k' >= R@k when k' > k: a gold chunk found at k is found at k'",
         target="R@k",

@@ -170,6 +170,7 @@ RELATIONS = (
     ),
     Relation(
         name="filters.filtered_equals_admitted",
+        exact_search=True,
         family="filters",
         summary="the filtered ranking equals the unfiltered ranking's admitted chunks in order, cut to k (up to ties)",
         target="ranking@k",

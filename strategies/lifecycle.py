@@ -338,6 +338,7 @@ def _against_fresh(base: Observation, follow: Observation) -> Verdict:
 RELATIONS = (
     Relation(
         name="lifecycle.updated_copy_ties",
+        exact_search=True,
         family="lifecycle",
         summary="a chunk updated in place to a copy of a gold chunk's content scores exactly like the gold chunk",
         target="ranking@k",

@@ -103,6 +103,7 @@ def _promote(base: Observation, follow: Observation) -> Verdict:
 RELATIONS = (
     Relation(
         name="reorder.invariant",
+        exact_search=True,
         family="reorder",
         summary="permuting the corpus leaves the ranking invariant up to score ties",
         target="ranking@k",

@@ -147,6 +147,7 @@ RELATIONS = (
     ),
     Relation(
         name="repeat.after_revert",
+        exact_search=True,
         family="repeat",
         summary="after an add/remove is applied and undone, the same call returns the same ranking up to ties",
         target="ranking@k",

@@ -117,6 +117,7 @@ def _fresh_never_removed(base: Observation, follow: Observation) -> Verdict:
 RELATIONS = (
     Relation(
         name="state.fresh_instance_agrees",
+        exact_search=True,
         family="state",
         summary="after other calls (other k, filters), the instance ranks like a fresh instance over the same corpus (up to ties)",
         target="ranking@k",

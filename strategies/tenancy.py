@@ -140,6 +140,7 @@ RELATIONS = (
     ),
     Relation(
         name="tenancy.filtered_equals_visible",
+        exact_search=True,
         family="tenancy",
         summary="the filtered ranking equals the unfiltered ranking's visible chunks in order, cut to k (up to ties)",
         target="ranking@k",

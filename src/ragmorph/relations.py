@@ -232,6 +232,9 @@ class Relation:
     judges_filtering: bool = False
     # What a break puts at risk (a tenant leak, a contract breach, other): triage orders violation groups by it.
     concern: Concern = Concern.HARD
+    # True when the relation presumes exact nearest-neighbour search: for a retriever declaring the trait
+    # 'approximate' (an HNSW or IVF index) it is measured as a rate instead of failing the run.
+    exact_search: bool = False
 
     registry_fields: ClassVar[tuple[str, ...]] = (
         "name",
@@ -245,6 +248,7 @@ class Relation:
         "requires",
         "judges_filtering",
         "concern",
+        "exact_search",
     )
 
     def describe(self) -> dict[str, Any]:

@@ -500,6 +500,13 @@ def execute(unit: Unit, cache: CallCache | None = None) -> tuple[Result, ...]:
     return results
 
 
+APPROXIMATE = "approximate"
+APPROXIMATE_REASON = (
+    "the retriever declares the trait 'approximate': this relation presumes exact search, so it is measured as a "
+    "rate (held/tested), never a failure; approximate.* judges the index against its exact twin"
+)
+
+
 def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, rows: Any) -> tuple[Result, ...]:
     family = FAMILIES[unit.strategy]
     relations = family.relations
@@ -518,8 +525,10 @@ def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, ro
     not_judged = executor.capabilities.filtering_not_judged
     excused = {r.name for r in judged if r.judges_filtering and not_judged is not None}
     active = [r for r in judged if not missing[r.name] and r.name not in excused]
+    # An approximate index may legitimately break what exact search guarantees: measure those relations as rates.
+    rated = {r.name for r in active if r.exact_search and APPROXIMATE in executor.traits}
     strategy = family.draw(world, ks=unit.settings.ks, delta=executor.supports_delta, filters=executor.capabilities.supports_filters)
-    targets = {r.name for r in active if r.severity is Severity.HARD}
+    targets = {r.name for r in active if r.severity is Severity.HARD and r.name not in rated}
     seen: set[str] = set()
     state: dict[str, Any] = {"error": None}
     found: dict[str, RetrieverViolation] = {}
@@ -550,7 +559,7 @@ def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, ro
             case=unit.case.id,
             strategy=unit.strategy,
             relation=relation.name,
-            severity=relation.severity.value,
+            severity=Severity.SOFT.value if relation.name in rated else relation.severity.value,
             examples=len(seen),
             retriever_calls=executor.calls,
             base_metrics=base_metrics,
@@ -573,6 +582,8 @@ def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, ro
             why = tally.last_reason or "no drawn perturbation could test this relation"
             results.append(Result(status="not_applicable", reason=why, **common))
         else:
-            example = tally.example if relation.severity is Severity.SOFT else None
-            results.append(Result(status="pass", reason=None, rate=rate, example=example, **common))
+            soft = relation.severity is Severity.SOFT or relation.name in rated
+            example = tally.example if soft else None
+            why = APPROXIMATE_REASON if relation.name in rated else None
+            results.append(Result(status="pass", reason=why, rate=rate, example=example, **common))
     return tuple(results)
