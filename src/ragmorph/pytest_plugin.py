@@ -38,6 +38,7 @@ import attrs
 import pytest
 
 from .errors import UsageError
+from .secrets import redact
 
 __all__ = ["SoftRelationBroken", "Suite", "suite"]
 
@@ -353,16 +354,17 @@ class RelationItem(pytest.Item):
                 import warnings
 
                 warnings.warn(SoftRelationBroken(f"{self.name}: held in {held} of {tested} perturbations"), stacklevel=1)
+        # Failure texts quote retriever errors and rankings: mask every registered secret (HTTP headers, keys).
         if failures:
-            raise RelationFailed(_failure_text(failures))
+            raise RelationFailed(redact(_failure_text(failures)))
         if errors:
             reasons = "; ".join(f"case {r['case']}: {r.get('reason')}" for r in errors[:3])
             from .reporting import plural
 
-            raise NoVerdict(f"retriever errors prevented a verdict on {plural(len(errors), 'case')}: {reasons}")
+            raise NoVerdict(redact(f"retriever errors prevented a verdict on {plural(len(errors), 'case')}: {reasons}"))
         if results and all(r["status"] == "not_applicable" for r in results):
             reasons = sorted({str(r.get("reason")) for r in results})
-            pytest.skip(f"not applicable: {'; '.join(reasons)}")
+            pytest.skip(redact(f"not applicable: {'; '.join(reasons)}"))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | Any:
         """The minimal case instead of a traceback into ragmorph."""

@@ -259,3 +259,29 @@ def test_report_dir_writes_every_registered_format_per_engine_run(pytester: pyte
     written = sorted(p.name for p in out.iterdir())
     assert written == sorted(f"{stem}{Path(w.filename).suffix}" for w in WRITERS.values())
     assert {r["strategy"] for r in load_report(out / f"{stem}.json")["results"]} == {"cutoff"}
+
+
+def test_failure_messages_mask_registered_secrets(pytester: pytest.Pytester) -> None:
+    # A retriever error that echoes its API key (as an HTTP client's error text may) must not print the key.
+    pytester.makepyfile(test_leaky=WORLD + """
+from ragmorph.adapters import FunctionRetriever
+from ragmorph.pytest_plugin import suite
+from ragmorph.secrets import register_secret
+
+KEY = "sk-live-7f3a9c1e5b"
+register_secret(KEY)
+
+
+def leaky(corpus):
+    def search(query, k, filters=None):
+        raise RuntimeError(f"401 Unauthorized for api_key={KEY}")
+    return FunctionRetriever(search)
+
+
+ragmorph_suite = suite(retrievers={"leaky": leaky}, corpus=WORLD.corpus, cases=WORLD.cases,
+                       strategies=("cutoff",), ks=(1, 3))
+""")
+    result = pytester.runpytest_inprocess(*FAST)
+    text = "\n".join(result.outlines + result.errlines)
+    assert "retriever errors prevented a verdict" in text
+    assert "sk-live-7f3a9c1e5b" not in text
