@@ -297,7 +297,8 @@ def compare_up_to_ties(
         return Verdict.not_applicable("the retriever returned hits without finite scores, so ties are unknown")
     if len(actual) != len(expected):
         return Verdict.broken(
-            f"expected {len(expected)} hits, got {len(actual)}: {[h.id for h in expected]} vs {[h.id for h in actual]}"
+            f"expected {len(expected)} hit{'' if len(expected) == 1 else 's'}, got {len(actual)}: "
+            f"{[h.id for h in expected]} vs {[h.id for h in actual]}"
         )
     classes = _tie_classes(expected)
     lower = {h.id: h.score for h in below if h.has_finite_score}
