@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 # Loaded before pytester's in-process runs (see test_plugin.py for why).
 import ragmorph.adapters  # noqa: F401
@@ -18,6 +19,9 @@ import ragmorph.runner  # noqa: F401
 import ragmorph.worlds  # noqa: F401
 
 pytest_plugins = ["pytester"]
+
+# Hypothesis loads its `ci` profile (derandomize=True) where CI is set, as in .ci/run; the header reports it.
+DERANDOMIZE = hypothesis_settings.default.derandomize
 
 BUGGY = """
 from ragmorph.worlds import generate
@@ -142,18 +146,18 @@ def test_the_header_prints_the_settings_each_suite_runs_with(pytester: pytest.Py
     junit = pytester.path / "junit.xml"
     result = pytester.runpytest_inprocess(str(tests), f"--junitxml={junit}", "-p", "no:cacheprovider")
     assert result.ret == 0, result.stdout.str()
-    result.stdout.fnmatch_lines(["ragmorph: seed=0 derandomize=False (repeat with --hypothesis-seed=0)"])
+    result.stdout.fnmatch_lines([f"ragmorph: seed=0 derandomize={DERANDOMIZE} (repeat with --hypothesis-seed=0)"])
     result.stdout.fnmatch_lines_random([
-        "ragmorph: seed=0 max_examples=7 derandomize=False ks=1,5 for tests/test_config.py::ragmorph_suite",
-        "ragmorph: seed=0 max_examples=4 derandomize=False ks=1,3 for tests/test_declared.py::ragmorph_suite",
+        f"ragmorph: seed=0 max_examples=7 derandomize={DERANDOMIZE} ks=1,5 for tests/test_config.py::ragmorph_suite",
+        f"ragmorph: seed=0 max_examples=4 derandomize={DERANDOMIZE} ks=1,3 for tests/test_declared.py::ragmorph_suite",
     ])
     assert "max_examples=25" not in result.stdout.str()
     values = {p.get("value") for p in _properties(junit) if p.get("name") == "ragmorph_max_examples"}
     assert values == {"7", "4"}
     # A command-line budget is session-wide: the header says it, and every suite's line agrees.
     result = pytester.runpytest_inprocess(str(tests), "--ragmorph-profile", "smoke", "-p", "no:cacheprovider")
-    result.stdout.fnmatch_lines(["ragmorph: seed=0 max_examples=5 derandomize=False ks=1,5 (repeat with*"])
-    assert result.stdout.str().count("max_examples=5 derandomize=False ks=1,5 for ") == 2
+    result.stdout.fnmatch_lines([f"ragmorph: seed=0 max_examples=5 derandomize={DERANDOMIZE} ks=1,5 (repeat with*"])
+    assert result.stdout.str().count(f"max_examples=5 derandomize={DERANDOMIZE} ks=1,5 for ") == 2
 
 
 def _properties(path: Path) -> list:
