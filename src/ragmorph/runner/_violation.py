@@ -35,16 +35,24 @@ class Violation(Mapping[str, Any]):
     calls_shrinking: int
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form (subclasses add their evidence)."""
+        """The JSON form: the common head, the subclass's evidence, the calls spent, then any trailer."""
         return {
             "relation": self.relation,
             "case": self.case,
             "query": self.query,
             "perturbation": dict(self.perturbation),
             "detail": self.detail,
+            **self._evidence(),
             "calls_to_first_failure": self.calls_to_first_failure,
             "calls_shrinking": self.calls_shrinking,
+            **self._trailer(),
         }
+
+    def _evidence(self) -> dict[str, Any]:
+        return {}
+
+    def _trailer(self) -> dict[str, Any]:
+        return {}
 
     def __getitem__(self, key: str) -> Any:
         return self.to_dict()[key]
@@ -73,14 +81,9 @@ class RetrieverViolation(Violation):
     culprits: tuple[str, ...] = ()
     replay: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        """The `violation` block of a "ragmorph.report/1" result."""
+    def _evidence(self) -> dict[str, Any]:
+        # The `violation` block of a "ragmorph.report/1" result.
         return {
-            "relation": self.relation,
-            "case": self.case,
-            "query": self.query,
-            "perturbation": dict(self.perturbation),
-            "detail": self.detail,
             "base": dict(self.base),
             "follow_up": dict(self.follow_up),
             "minimal_corpus": [dict(c) for c in self.minimal_corpus],
@@ -90,10 +93,10 @@ class RetrieverViolation(Violation):
             "one_minimal": self.one_minimal,
             "minimal_reason": self.minimal_reason,
             "culprits": list(self.culprits),
-            "calls_to_first_failure": self.calls_to_first_failure,
-            "calls_shrinking": self.calls_shrinking,
-            "replay": self.replay,
         }
+
+    def _trailer(self) -> dict[str, Any]:
+        return {"replay": self.replay}
 
 
 @attrs.frozen(eq=False)
@@ -105,20 +108,13 @@ class MetricViolation(Violation):
     base_contexts: tuple[str, ...]
     follow_up_contexts: tuple[str, ...]
 
-    def to_dict(self) -> dict[str, Any]:
-        """The `violation` block of a "ragmorph.evaluator/1" result."""
+    def _evidence(self) -> dict[str, Any]:
+        # The `violation` block of a "ragmorph.evaluator/1" result.
         return {
-            "relation": self.relation,
-            "case": self.case,
-            "query": self.query,
-            "perturbation": dict(self.perturbation),
-            "detail": self.detail,
             "before": self.before,
             "after": self.after,
             "base_contexts": list(self.base_contexts),
             "follow_up_contexts": list(self.follow_up_contexts),
-            "calls_to_first_failure": self.calls_to_first_failure,
-            "calls_shrinking": self.calls_shrinking,
         }
 
 
