@@ -23,14 +23,12 @@ Needs the extra ``ragmorph[chroma]`` (chromadb). Chroma is imported only when a 
 
 from __future__ import annotations
 
-import threading
 import uuid
-import weakref
 from collections.abc import Sequence
 from typing import Any
 
 from ..errors import UsageError, describe
-from ..model import Chunk, Corpus, Filters, Hit
+from ..model import Chunk, Corpus, Filters
 from ._integration import (
     CURRENT,
     SHARED,
@@ -38,9 +36,8 @@ from ._integration import (
     check_id_key,
     chunk_metadata,
     encode_value,
-    fetch_identified,
-    filtered_by,
 )
+from ._store import DeltaStoreRetriever
 from .embedders import Embedder, HashingEmbedder
 
 __all__ = ["ChromaRetriever", "chroma_factory", "where_clause"]
@@ -119,7 +116,7 @@ def _drop_collection(client: Any, name: str) -> None:
         pass
 
 
-class ChromaRetriever:
+class ChromaRetriever(DeltaStoreRetriever):
     """A dense retriever over a temporary Chroma collection holding `corpus`; a `DeltaRetriever`."""
 
     def __init__(
@@ -133,116 +130,45 @@ class ChromaRetriever:
         post_filter: bool = False,
     ) -> None:
         chromadb = _import_chromadb()
-        if not isinstance(corpus, Corpus):
-            raise UsageError(f"expected a ragmorph Corpus, got corpus={describe(corpus)}")
+        super().__init__(corpus, post_filter=post_filter)
         self.embedder = embedder if embedder is not None else HashingEmbedder()
         if not callable(getattr(self.embedder, "embed", None)):
             raise UsageError(f"expected an Embedder with embed(texts), got embedder={describe(self.embedder)}")
         self.id_key = check_id_key(id_key)
-        self.ragmorph_filtered_by = filtered_by(post_filter, native=True)
         self.client = client if client is not None else chromadb.EphemeralClient()
         self.name = f"{collection_prefix}-{uuid.uuid4().hex}"
-        self._lock = threading.Lock()
-        self._chunks: dict[str, Chunk] = {}
         self.collection = self.client.create_collection(
             self.name,
             embedding_function=_embedding_function(self.embedder),
             configuration={"hnsw": {"space": "ip", "ef_search": _EF_SEARCH, "ef_construction": _EF_CONSTRUCTION}},
         )
         # Registered before anything else can fail, so the collection is deleted whatever happens next.
-        self._finalizer = weakref.finalize(self, _drop_collection, self.client, self.name)
-        try:
-            self.add(corpus.chunks)
-        except BaseException:
-            self.close()
-            raise
+        self._open(_drop_collection, self.client, self.name)
+        self._fill(corpus)
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"{len(self._chunks)} chunks"
         return f"ChromaRetriever({self.name!r}, {state}, embedder={self.embedder!r})"
 
-    def __enter__(self) -> ChromaRetriever:
-        return self
+    def _insert(self, chunks: list[Chunk]) -> None:
+        batch = max(1, int(self.client.get_max_batch_size()))
+        for start in range(0, len(chunks), batch):
+            part = chunks[start : start + batch]
+            self.collection.add(
+                ids=[c.id for c in part],
+                documents=[c.text for c in part],
+                metadatas=[chunk_metadata(c, id_key=self.id_key) for c in part],
+            )
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+    def _delete(self, ids: list[str]) -> None:
+        self.collection.delete(ids=ids)
 
-    @property
-    def closed(self) -> bool:
-        """True once the collection has been deleted."""
-        return not self._finalizer.alive
-
-    def close(self) -> None:
-        """Delete the collection (idempotent)."""
-        self._finalizer()
-
-    def _check_open(self) -> None:
-        if self.closed:
-            raise UsageError(f"expected an open ChromaRetriever, got a closed one ({self.name}); build a new one")
-
-    @property
-    def corpus(self) -> Corpus:
-        """The chunks currently indexed, in insertion order."""
-        return Corpus(self._chunks.values())
-
-    def add(self, chunks: Sequence[Chunk]) -> None:
-        """Index `chunks` (their ids must not be indexed yet)."""
-        self._check_open()
-        chunks = list(chunks)
-        with self._lock:
-            clashing = [c.id for c in chunks if c.id in self._chunks]
-            if clashing or len({c.id for c in chunks}) != len(chunks):
-                repeated = clashing[:5] or "within the batch"
-                raise UsageError(f"expected chunk ids not indexed yet, got repeated ids {repeated}")
-            batch = max(1, int(self.client.get_max_batch_size()))
-            for start in range(0, len(chunks), batch):
-                part = chunks[start : start + batch]
-                self.collection.add(
-                    ids=[c.id for c in part],
-                    documents=[c.text for c in part],
-                    metadatas=[chunk_metadata(c, id_key=self.id_key) for c in part],
-                )
-            self._chunks.update((c.id, c) for c in chunks)
-
-    def remove(self, ids: Sequence[str]) -> None:
-        """Drop the chunks `ids` from the collection (they must be indexed)."""
-        self._check_open()
-        ids = list(ids)
-        with self._lock:
-            unknown = [i for i in ids if i not in self._chunks]
-            if unknown:
-                raise UsageError(f"expected indexed chunk ids to remove, got unknown ids {unknown[:5]}")
-            if ids:
-                self.collection.delete(ids=ids)
-            for chunk_id in ids:
-                del self._chunks[chunk_id]
-
-    def _query(self, query: str, n: int, where: dict[str, Any] | None) -> list[tuple[str, float]]:
-        with self._lock:
-            count = len(self._chunks)
-        if count == 0:
-            return []
+    def _search(self, query: str, n: int, filters: Filters | None) -> list[tuple[str, float]]:
+        # Chroma's `where` filters (inner product: distance = 1 - score).
         found = self.collection.query(
-            query_texts=[query], n_results=min(n, count), where=where, include=["distances"]
+            query_texts=[query], n_results=min(n, len(self._chunks)), where=where_clause(filters), include=["distances"]
         )
         return [(chunk_id, 1.0 - float(distance)) for chunk_id, distance in zip(found["ids"][0], found["distances"][0])]
-
-    def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> tuple[Hit, ...]:
-        """The k nearest chunks to `query` by inner product, filtered by Chroma's `where` (or by ragmorph if asked)."""
-        self._check_open()
-        if self.ragmorph_filtered_by == "ragmorph":
-            found = [
-                (chunk_id, score)
-                for chunk_id, _, score in fetch_identified(
-                    lambda n: [(chunk_id, {}, score) for chunk_id, score in self._query(query, n, None)],
-                    k=k,
-                    filters=filters,
-                    corpus=self._chunks,
-                )
-            ]
-        else:
-            found = self._query(query, k, where_clause(filters))
-        return tuple(Hit(chunk_id, score, getattr(self._chunks.get(chunk_id), "text", None)) for chunk_id, score in found)
 
 
 def chroma_factory(corpus: Corpus) -> ChromaRetriever:
