@@ -116,7 +116,10 @@ def test_report_from_results_is_order_independent_and_has_the_contract_shape() -
     assert set(data["manifest"]["settings"]) == {"max_examples", "derandomize", "ks", "timeout"}
     row = data["results"][0]
     assert set(row) == {"retriever", "case", "strategy", "relation", "severity", "status", "examples", "retriever_calls", "reason", "rate", "violation"}
-    assert set(data["summary"]) == {"pass", "fail", "error", "not_applicable", "hard_failures", "soft_breaks", "exit_code"}
+    assert set(data["summary"]) == {
+        "pass", "fail", "error", "not_applicable", "hard_failures", "soft_breaks", "exit_code", "retriever_calls",
+        "calls_per_case", "calls_by_retriever",
+    }
     name = units[0].retriever.name
     assert {"P@1", "R@10", "GroupR@5"} <= set(data["metrics"][name])
 
