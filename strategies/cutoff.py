@@ -106,4 +106,5 @@ FAMILY = Family(
     relations=RELATIONS,
     perturbation_types=(RaiseCutoff,),
     draw=raised_cutoffs,
+    max_examples=10,
 )

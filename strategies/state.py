@@ -148,5 +148,5 @@ FAMILY = Family(
     draw=fresh_checks,
     edits_corpus=True,
     perturbation_types=(FreshAfterCalls, FreshWithout),
-    max_examples=10,
+    max_examples=8,
 )

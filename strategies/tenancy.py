@@ -184,4 +184,5 @@ FAMILY = Family(
     perturbation_types=(ApplyTenantFilter, AskAsOtherTenant),
     draw=tenant_changes,
     applicable=_applicable,
+    max_examples=8,
 )
