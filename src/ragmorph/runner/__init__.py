@@ -20,7 +20,7 @@ from ._backends import backend_for as _backend_for
 from ._backends import batches as _batches
 from ._replay import REPLAY_SCHEMA, ReplayOutcome, replay
 from ._report import REPORT_SCHEMA, CheckReport, ViolationsFound
-from ._executor import CallCache, Executor, Probe, observation
+from ._executor import CallCache, CallPool, Executor, Probe, observation
 from ._search import search
 from ._spec import RetrieverSpec
 from ._stages import StageAttribution, attribute_stages
@@ -33,6 +33,7 @@ __all__ = [
     "REPORT_SCHEMA",
     "EXECUTORS",
     "CallCache",
+    "CallPool",
     "CheckReport",
     "Executor",
     "MetricViolation",
