@@ -196,6 +196,25 @@ def test_where_ragmorph_computes_the_admitted_set_only_the_relations_judging_it_
     assert judged and {r.status for r in judged} == {"pass"} and all(r.rate and r.rate[1] > 0 for r in judged)
 
 
+class _DeclaresWhenBuilt(BM25Retriever):
+    """Declares who filters on the instance only, as an adapter built with `post_filter=True` does."""
+
+    def __init__(self, corpus, **options):
+        super().__init__(corpus, **options)
+        self.ragmorph_filtered_by = "ragmorph"
+
+
+def test_a_declaration_made_by_the_built_retriever_counts_in_every_family_even_when_calls_are_cached() -> None:
+    factory = lambda corpus: _DeclaresWhenBuilt(corpus)  # noqa: E731 - nothing to read before it is built
+    report = check({"built": factory}, CORPUS, CASES[:1], strategies=["tenancy", "filters", "odd_query"], max_examples=5)
+    from ragmorph.strategies import CATALOG
+
+    judging = {r.name for r in CATALOG if r.judges_filtering}
+    rows = [r for r in report.results if r.relation in judging]
+    assert {r.strategy for r in rows} == {"tenancy", "filters", "odd_query"}
+    assert {(r.status, r.reason) for r in rows} == {("not_applicable", "filtering is done by ragmorph, not by the retriever")}
+
+
 def test_where_ragmorph_computes_the_admitted_set_a_wrong_restricted_search_still_fails() -> None:
     from ragmorph.worlds import demo_world
     from support.zoo import TenantFilterAfterTruncation

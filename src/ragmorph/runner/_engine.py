@@ -530,6 +530,10 @@ def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, ro
     judged = relations if VALID_RESPONSE in relations else (*relations, VALID_RESPONSE)
     tallies = {r.name: _Tally() for r in judged}
     missing = {r.name: sorted(set(r.requires) - executor.traits) for r in judged}
+    if executor.has_factory and any(r.judges_filtering for r in judged):
+        # Who filters may be declared by the built retriever only (`post_filter=True`, FAISS's selector): read
+        # it from the base instance even when every call of this unit would be served from the cache.
+        executor.base_instance  # noqa: B018 - built for its capabilities
     excused = {r.name: why for r in judged if (why := _not_judged(r, executor.capabilities)) is not None}
     active = [r for r in judged if not missing[r.name] and r.name not in excused]
     # An approximate index may legitimately break what exact search guarantees: measure those relations as rates.
