@@ -33,6 +33,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import attrs  # noqa: E402
+
 from ragmorph.runner import check  # noqa: E402
 from ragmorph.worlds import BuiltinWorld, demo_world, pydoc_world  # noqa: E402
 
@@ -116,12 +118,39 @@ WORLDS: dict[str, Callable[[], BuiltinWorld]] = {
     "demo": demo_world,
     "pydoc": lambda: pydoc_world(8, topics=12),
 }
+# The vector stores the `scale` profile is for: it grows the corpus to thousands of chunks around the query.
+STORES = ("pgvector-exact", "pgvector-hnsw", "qdrant-local", "faiss-flat", "faiss-hnsw", "lancedb-flat",
+          "lancedb-ann-prefilter", "lancedb-ann-postfilter")
+SCALE_CASES = 2
+
+
+def _scale_settings() -> dict[str, Any] | None:
+    """check() settings of ragmorph's `scale` profile, None where this ragmorph has none."""
+    from ragmorph.config import PROFILES
+
+    profile = PROFILES.get("scale")
+    if profile is None:
+        return None
+    return {"strategies": profile.strategies, "ks": profile.ks, "max_examples": profile.max_examples}
+
+
+def _scale_world() -> BuiltinWorld:
+    """The demo world's first cases asked by a tenant (the scale family grows the corpus around the tenant)."""
+    world = demo_world()
+    cases = tuple(c for c in world.cases if c.tenant is not None)[:SCALE_CASES]
+    return attrs.evolve(world, cases=cases, description=f"{world.description} Scale profile: its first "
+                        f"{len(cases)} cases with a tenant.")
 
 
 def summarise(report: dict[str, Any]) -> dict[str, Any]:
-    """Hard failures by relation (cases, minimal corpus sizes), rates held below 100%, errors, from a report."""
+    """Hard failures by relation (cases, minimal corpus sizes), rates held below 100%, errors, from a report.
+
+    Rates are split: `rated` are hard exact-search relations measured as rates because the index declares the
+    trait 'approximate' (its recall against exact search), `soft` the soft relations (many are evidence for a
+    trait, e.g. `lexical`, that a dense retriever is not expected to have).
+    """
     hard: dict[str, dict[str, Any]] = defaultdict(lambda: {"cases": [], "minimal_chunks": []})
-    rates: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    rates: dict[str, dict[str, list[int]]] = {"rated": defaultdict(lambda: [0, 0]), "soft": defaultdict(lambda: [0, 0])}
     errors = []
     for row in report["results"]:
         if row["status"] == "fail" and row["severity"] == "hard":
@@ -133,12 +162,14 @@ def summarise(report: dict[str, Any]) -> dict[str, Any]:
         elif row["status"] == "error":
             errors.append(f"{row['case']}/{row['relation']}: {(row.get('reason') or '')[:160]}")
         if row["severity"] == "soft" and row.get("rate"):
-            held, tested = row["rate"]["held"], row["rate"]["tested"]
-            rates[row["relation"]][0] += held
-            rates[row["relation"]][1] += tested
-    below = {name: tuple(rate) for name, rate in sorted(rates.items()) if rate[0] < rate[1]}
-    return {"hard": dict(sorted(hard.items())), "rates_below_1": below, "errors": errors,
-            "rates_at_1": sum(1 for rate in rates.values() if rate[0] == rate[1] and rate[1])}
+            kind = "rated" if (row.get("reason") or "").startswith("the retriever declares the trait") else "soft"
+            rates[kind][row["relation"]][0] += row["rate"]["held"]
+            rates[kind][row["relation"]][1] += row["rate"]["tested"]
+    summary: dict[str, Any] = {"hard": dict(sorted(hard.items())), "errors": errors}
+    for kind, found in rates.items():
+        summary[f"{kind}_below_1"] = {name: tuple(rate) for name, rate in sorted(found.items()) if rate[0] < rate[1]}
+        summary[f"{kind}_at_1"] = sum(1 for rate in found.values() if rate[0] == rate[1] and rate[1])
+    return summary
 
 
 def main() -> int:
@@ -146,32 +177,45 @@ def main() -> int:
     known = libraries()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--libraries", default=",".join(known), help="comma-separated, from: " + ", ".join(known))
-    parser.add_argument("--worlds", default=",".join(WORLDS), help="comma-separated, from: " + ", ".join(WORLDS))
+    runs = [*WORLDS, "scale"]
+    parser.add_argument("--worlds", default=",".join(runs),
+                        help="comma-separated, from: " + ", ".join(runs) + " (scale: the stores under the scale profile)")
     parser.add_argument("--max-examples", type=int, default=25)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, help="write every figure as JSON here")
     parser.add_argument("--reports", type=Path, help="also write each run's full JSON report into this folder")
+    parser.add_argument("--markdown", type=Path, metavar="FINDINGS_JSON",
+                        help="print the findings of an earlier --json run as README's Markdown table, run nothing")
     args = parser.parse_args()
+    if args.markdown:
+        print(markdown(json.loads(args.markdown.read_text(encoding="utf-8"))))
+        return 0
     chosen = [name.strip() for name in args.libraries.split(",") if name.strip()]
     worlds = [name.strip() for name in args.worlds.split(",") if name.strip()]
-    unknown = [n for n in chosen if n not in known] + [w for w in worlds if w not in WORLDS]
+    unknown = [n for n in chosen if n not in known] + [w for w in worlds if w not in runs]
     if unknown:
         parser.error(f"unknown libraries or worlds: {', '.join(unknown)}")
+    scale = _scale_settings()
+    if "scale" in worlds and scale is None:
+        print("(this ragmorph has no 'scale' profile: the scale run is skipped)")
+        worlds.remove("scale")
     warnings.simplefilter("ignore")  # library deprecation chatter; the findings are the output
     print(f"Python {sys.version.split()[0]}; default suite (max_examples {args.max_examples}, seed {args.seed})")
     findings: dict[str, Any] = {"python": sys.version.split()[0], "max_examples": args.max_examples,
                                 "seed": args.seed, "worlds": {}, "libraries": {}}
     for world_name in worlds:
-        world = WORLDS[world_name]()
+        world = _scale_world() if world_name == "scale" else WORLDS[world_name]()
+        settings = scale if world_name == "scale" else {"max_examples": args.max_examples}
         findings["worlds"][world_name] = world.description
         print(f"\n== {world_name}: {world.description}")
         for name in chosen:
+            if world_name == "scale" and name not in STORES:
+                continue
             build, versions, exact = known[name]
             factory = build()
             findings["libraries"].setdefault(name, {"versions": versions(), "exact": exact})
             started = time.perf_counter()
-            report = check({name: factory}, world.corpus, world.cases, max_examples=args.max_examples,
-                           seed=args.seed).to_dict()
+            report = check({name: factory}, world.corpus, world.cases, seed=args.seed, **settings).to_dict()
             seconds = time.perf_counter() - started
             if args.reports:
                 args.reports.mkdir(parents=True, exist_ok=True)
@@ -179,8 +223,8 @@ def main() -> int:
             summary = {**summarise(report), "seconds": round(seconds, 1)}
             findings["libraries"][name][world_name] = summary
             _print(name, findings["libraries"][name]["versions"], exact, summary)
-    if args.json:
-        args.json.write_text(json.dumps(findings, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+            if args.json:  # after every run, so an interrupted bench keeps what it measured
+                args.json.write_text(json.dumps(findings, indent=2) + "\n", encoding="utf-8")
     return 0
 
 
@@ -194,11 +238,43 @@ def _print(name: str, versions: str, exact: bool, summary: dict[str, Any]) -> No
         size_text = f"{sizes[0]}" if sizes[0] == sizes[-1] else f"{sizes[0]}-{sizes[-1]}"
         print(f"  FAIL {relation}: {len(entry['cases'])} case(s), minimal corpus {size_text} chunks")
         print(f"       e.g. {entry['example']}")
-    for relation, (held, tested) in summary["rates_below_1"].items():
-        print(f"  rate {relation}: {held}/{tested} ({held / tested:.0%})")
-    print(f"  soft/rated relations holding in every probe: {summary['rates_at_1']}")
+    for kind, label in (("rated", "exact-search relation measured as a rate"), ("soft", "soft relation")):
+        for relation, (held, tested) in summary[f"{kind}_below_1"].items():
+            print(f"  {label}: {relation} {held}/{tested} ({held / tested:.0%})")
+        print(f"  {label}s holding in every probe: {summary[f'{kind}_at_1']}")
     for error in summary["errors"][:5]:
         print(f"  ERROR {error}")
+
+
+def _hard_text(summary: dict[str, Any]) -> str:
+    parts = []
+    for relation, entry in summary["hard"].items():
+        low, high = min(entry["minimal_chunks"]), max(entry["minimal_chunks"])
+        parts.append(f"`{relation}` {len(entry['cases'])} cases, minimal {low}" + (f"-{high}" if high != low else "")
+                     + " chunks")
+    return "; ".join(parts) or "none"
+
+
+def markdown(findings: dict[str, Any]) -> str:
+    """README's table: per library, hard failures per world with minimal sizes, approximate rates, seconds."""
+    worlds = list(findings["worlds"])
+    head = ["library", "versions"] + [f"hard failures, {w}" for w in worlds] + [
+        "exact-search relations below 100% (approximate)", "seconds"]
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for name, entry in findings["libraries"].items():
+        ran = [w for w in worlds if w in entry]
+        rated: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for world in ran:
+            for relation, (held, tested) in entry[world].get("rated_below_1", {}).items():
+                rated[relation][0] += held
+                rated[relation][1] += tested
+        rates = ", ".join(f"`{r}` {held}/{tested}" for r, (held, tested) in sorted(rated.items())) or (
+            "-" if entry["exact"] else "none")
+        cells = [f"{name} ({'exact' if entry['exact'] else 'approximate'})", entry["versions"]]
+        cells += [_hard_text(entry[w]) if w in entry else "not run" for w in worlds]
+        cells += [rates, " / ".join(f"{entry[w]['seconds']:.0f}" for w in ran)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
