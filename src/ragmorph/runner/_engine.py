@@ -460,7 +460,8 @@ def _base_metrics(executor: Executor, unit: Unit, world: World) -> tuple[Any, tu
     except RagmorphError:
         return None, None
     # Keep the QueryScores object (not a plain dict): its numerators/denominators feed the micro averages and counts.
-    metrics = evaluate(ranking, unit.case, standard_metrics(unit.settings.ks, claims=bool(unit.case.claims)), corpus=unit.corpus)
+    wanted = standard_metrics(unit.settings.ks, claims=bool(unit.case.claims), spans=bool(unit.case.spans))
+    metrics = evaluate(ranking, unit.case, wanted, corpus=unit.corpus)
     return metrics, tuple((hit.id, hit.score) for hit in ranking.hits)
 
 
