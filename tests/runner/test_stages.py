@@ -3,6 +3,7 @@ that breaks it is named (a correct prefix holds, the stage that reshuffles by k 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -34,9 +35,27 @@ def replay_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_first_breaking_stage_is_named(replay_file: Path) -> None:
     found = attribute_stages(replay_file, PIPELINE)
     assert found.stages == ("BM25Retriever", "TenantFilter", "Reranker", "ContextPacker")
-    assert found.broken_at == 2
+    assert found.broken_at == 2 and found.culprit == "Reranker"
     assert [o.reproduced for o in found.outcomes] == [False, False, True]  # stops at the first breaking prefix
     assert found.detail.startswith("holds after TenantFilter, broken in Reranker: top ")
+
+
+def test_check_attaches_the_same_attribution_to_every_violation_of_a_pipeline(replay_file: Path) -> None:
+    # One implementation: the run attributes the minimal case itself, and replaying its file says the same.
+    written = json.loads(replay_file.read_text(encoding="utf-8"))
+    world = demo_world()
+    report = check({"pipe": PIPELINE}, world.corpus, world.cases[:3], strategies=["cutoff"], max_examples=10)
+    (row,) = [
+        r for r in report.results
+        if r.status == "fail" and r.relation == "cutoff.prefix" and r.case == written["world"]["case"]["id"]
+    ]
+    stages = row.violation.to_dict()["stages"]
+    assert stages == {**attribute_stages(replay_file, PIPELINE).to_dict(), "stages": list(PIPELINE.names)}
+    assert stages["culprit"] == "Reranker" and len(stages["held"]) == 2
+    # The same stages behind a plain factory are not declared as a Pipeline: no attribution, no `stages` key.
+    nested = check({"pipe": lambda corpus: PIPELINE(corpus)}, world.corpus, world.cases[:3], strategies=["cutoff"], max_examples=10)
+    violations = [r.to_dict()["violation"] for r in nested.results if r.violation is not None]
+    assert violations and all("stages" not in v for v in violations)
 
 
 def test_replay_stages_on_the_command_line(replay_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
