@@ -51,7 +51,10 @@ def test_check_attaches_the_same_attribution_to_every_violation_of_a_pipeline(re
     ]
     stages = row.violation.to_dict()["stages"]
     assert stages == {**attribute_stages(replay_file, PIPELINE).to_dict(), "stages": list(PIPELINE.names)}
-    assert stages["culprit"] == "Reranker" and len(stages["held"]) == 2
+    assert stages["culprit"] == "Reranker"
+    assert [(p["up_to"], p["reproduced"]) for p in stages["prefixes"]] == [
+        ("BM25Retriever", False), ("TenantFilter", False), ("Reranker", True)
+    ]
     # The same stages behind a plain factory are not declared as a Pipeline: no attribution, no `stages` key.
     nested = check({"pipe": lambda corpus: PIPELINE(corpus)}, world.corpus, world.cases[:3], strategies=["cutoff"], max_examples=10)
     violations = [r.to_dict()["violation"] for r in nested.results if r.violation is not None]

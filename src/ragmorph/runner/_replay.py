@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -294,13 +295,14 @@ def run_replayable(spec: RetrieverSpec, found: Replayable) -> ReplayOutcome:
         if found.steps:
             probe = run_after(spec, found.perturbation.plan(found.world), found.steps, found.sources, timeout=found.timeout, made=made)
         else:
-            executor = Executor(spec, found.world.corpus, cache=CallCache(), timeout=found.timeout)
-            made.append(executor)
-            try:
-                probe = executor.run(found.perturbation.plan(found.world))
-            finally:
-                executor.close()
+            made.append(Executor(spec, found.world.corpus, cache=CallCache(), timeout=found.timeout))
+            probe = made[0].run(found.perturbation.plan(found.world))
+        for executor in made:
+            executor.close()
     except RagmorphError as error:
+        for executor in made:
+            with contextlib.suppress(RagmorphError):
+                executor.close()
         return ReplayOutcome(False, judged.name, str(error), error=str(error), calls=sum(e.calls for e in made))
     calls = sum(e.calls for e in made)
     unproven = (

@@ -57,10 +57,13 @@ class StageAttribution:
         return f"holds after {self.stages[self.broken_at - 1]}, broken in {culprit}: {reason}"
 
     def to_dict(self) -> dict[str, Any]:
-        """The `stages` block of a violation: the stage names, which broke it, and the sentence saying so."""
+        """The `stages` block of a violation: the stage names, each prefix run, which broke it, and the sentence."""
         return {
             "stages": list(self.stages),
-            "held": [outcome.detail for outcome in self.outcomes[: self.broken_at]] if self.broken_at else [],
+            "prefixes": [
+                {"up_to": name, "reproduced": outcome.reproduced, "detail": outcome.error or outcome.detail}
+                for name, outcome in zip(self.stages, self.outcomes)
+            ],
             "broken_at": self.broken_at,
             "culprit": self.culprit,
             "detail": self.detail,
@@ -94,15 +97,15 @@ def _lost(before: Observation, after: Observation, stage: Any, name: str) -> str
         now = _first_hit(after, chunk_id)
         if now is None:
             return f"dropped by {name}: gold chunk {chunk_id!r} is not in its output at k={after.world.params.k}"
-        if now.keeps(span):
-            continue
-        start, end = now.kept or (0, 0)
+        if span is None or now.kept is None or now.keeps(span):
+            continue  # (a hit without a kept range, or a gold chunk without a span, keeps everything)
+        end = now.kept[1]
         budget = getattr(stage, "token_budget", None)
         count = getattr(stage, "count_tokens", whitespace_tokens)
         where = (
             f"before its supporting span, which starts at character {span[0]}"
-            if end <= span[0]  # type: ignore[index]
-            else f"inside its supporting span [{span[0]}, {span[1]}), which starts at character {span[0]}"  # type: ignore[index]
+            if end <= span[0]
+            else f"inside its supporting span [{span[0]}, {span[1]}), which starts at character {span[0]}"
         )
         if budget is None:
             return f"lost in {name}: {chunk_id!r} truncated at character {end} {where}"
