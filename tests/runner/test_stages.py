@@ -4,9 +4,13 @@ that breaks it is named (a correct prefix holds, the stage that reshuffles by k 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support.generators import worlds
 
 from ragmorph.adapters import BM25Retriever, ContextPacker, Pipeline, Reranker, TenantFilter
 from ragmorph.cli import EXIT_VIOLATIONS, main
@@ -68,3 +72,17 @@ def test_replay_stages_on_the_command_line(replay_file: Path, capsys: pytest.Cap
     assert "broken in Reranker" in out and "TenantFilter" in out
     assert main(["replay", str(replay_file), "--stages", "--retriever", "ragmorph.adapters:BM25Retriever"]) == 2
     assert "Pipeline" in capsys.readouterr().err
+
+
+@settings(
+    max_examples=int(os.environ.get("RAGMORPH_SOUNDNESS_WORLDS", "6")),
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.nested_given],
+)
+@given(world=worlds(min_size=1, max_size=8), seed=st.integers(0, 2**16), budget=st.integers(1, 25))
+def test_a_correct_truncating_packer_never_breaks_the_cutoff_relations(world, seed: int, budget: int) -> None:
+    # Generated cases carry supporting spans, so cutoff.recall judges the spans the packer keeps as k grows.
+    packed = Pipeline([BM25Retriever, ContextPacker(token_budget=budget)])
+    report = check({"packed": packed}, world.corpus, [world.case], strategies=["cutoff"], max_examples=6, seed=seed)
+    assert [(r.relation, r.reason) for r in report.results if r.status in ("fail", "error")] == []
