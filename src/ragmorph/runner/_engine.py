@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 
+from ..adapters import Capabilities
 from ..errors import RagmorphError
 from ..model import Case, Corpus, World
 from ..relations import Observation, Relation, Severity, Verdict
@@ -529,6 +530,13 @@ APPROXIMATE_REASON = (
 )
 
 
+def _not_judged(relation: Relation, capabilities: Capabilities) -> str | None:
+    """Why `relation` would judge ragmorph's own filtering (or its own admitted set) instead of the retriever's."""
+    if relation.judges_admission:
+        return capabilities.admission_not_judged
+    return capabilities.filtering_not_judged if relation.judges_filtering else None
+
+
 def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, rows: Any) -> tuple[Result, ...]:
     family = FAMILIES[unit.strategy]
     relations = family.relations
@@ -544,8 +552,11 @@ def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, ro
     judged = relations if VALID_RESPONSE in relations else (*relations, VALID_RESPONSE)
     tallies = {r.name: _Tally() for r in judged}
     missing = {r.name: sorted(set(r.requires) - executor.traits) for r in judged}
-    not_judged = executor.capabilities.filtering_not_judged
-    excused = {r.name for r in judged if r.judges_filtering and not_judged is not None}
+    if executor.has_factory and any(r.judges_filtering for r in judged):
+        # Who filters may be declared by the built retriever only (`post_filter=True`, FAISS's selector): read
+        # it from the base instance even when every call of this unit would be served from the cache.
+        executor.base_instance  # noqa: B018 - built for its capabilities
+    excused = {r.name: why for r in judged if (why := _not_judged(r, executor.capabilities)) is not None}
     active = [r for r in judged if not missing[r.name] and r.name not in excused]
     # An approximate index may legitimately break what exact search guarantees: measure those relations as rates.
     rated = {r.name for r in active if r.exact_search and APPROXIMATE in executor.traits}
@@ -599,7 +610,7 @@ def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, ro
             )
             results.append(Result(status="not_applicable", reason=why, **common))
         elif relation.name in excused:
-            results.append(Result(status="not_applicable", reason=not_judged, **common))
+            results.append(Result(status="not_applicable", reason=excused[relation.name], **common))
         elif tally.tested == 0:
             why = tally.last_reason or "no drawn perturbation could test this relation"
             results.append(Result(status="not_applicable", reason=why, **common))
