@@ -403,9 +403,27 @@ def _minimise_with(
     return spent(world=final_world, probe=final_probe, one_minimal=one_minimal, reason=reason, steps=steps, sources=violation.sources)
 
 
+def _stage_attribution(unit: Unit, resolved: Any, violation: _Violation, minimised: _Minimised, detail: str) -> Any:
+    """For a retriever declared as a Pipeline: the first stage that breaks the relation on the minimal case."""
+    from ..adapters import Pipeline
+    from ._replay import Replayable, ReplayOutcome
+    from ._stages import attribute
+
+    if not isinstance(resolved, Pipeline) or len(resolved.stages) < 2 or not minimised.reproducible:
+        return None
+    found = Replayable(
+        minimised.world, violation.perturbation, violation.relation, minimised.steps, minimised.sources,
+        timeout=unit.settings.timeout,
+    )
+    # The whole pipeline is known to break it on this world: its probe is the minimal one just found.
+    whole = ReplayOutcome(True, violation.relation.name, detail, probe=minimised.probe)
+    return attribute(unit.retriever, resolved, found, last=whole)
+
+
 def _violation_record(
-    unit: Unit, violation: _Violation, minimised: _Minimised, calls_first: int, calls_shrinking: int
-) -> RetrieverViolation:
+    unit: Unit, violation: _Violation, minimised: _Minimised, calls_first: int, calls_shrinking: int, resolved: Any = None
+) -> tuple[RetrieverViolation, int]:
+    """The violation's record and the retriever calls stage attribution spent on it."""
     from ._replay import replay_path, write_replay
 
     world, probe = minimised.world, minimised.probe
@@ -432,7 +450,8 @@ def _violation_record(
             )
         )
     injected, removed = corpus_diff(probe.base.world.corpus, probe.follow.world.corpus)
-    return RetrieverViolation(
+    stages = _stage_attribution(unit, resolved, violation, minimised, verdict.detail or violation.verdict.detail)
+    record = RetrieverViolation(
         relation=violation.relation.name,
         case=unit.case.id,
         query=unit.case.query,
@@ -450,7 +469,9 @@ def _violation_record(
         minimal_reason=minimised.reason,
         culprits=tuple(verdict.culprits),
         replay=replay,
+        stages=None if stages is None else stages.to_dict(),
     )
+    return record, 0 if stages is None else sum(outcome.calls for outcome in stages.outcomes)
 
 
 def _base_metrics(executor: Executor, unit: Unit, world: World) -> tuple[Any, tuple[tuple[str, float | None], ...] | None]:
@@ -461,7 +482,8 @@ def _base_metrics(executor: Executor, unit: Unit, world: World) -> tuple[Any, tu
     except RagmorphError:
         return None, None
     # Keep the QueryScores object (not a plain dict): its numerators/denominators feed the micro averages and counts.
-    metrics = evaluate(ranking, unit.case, standard_metrics(unit.settings.ks, claims=bool(unit.case.claims)), corpus=unit.corpus)
+    wanted = standard_metrics(unit.settings.ks, claims=bool(unit.case.claims), spans=bool(unit.case.spans))
+    metrics = evaluate(ranking, unit.case, wanted, corpus=unit.corpus)
     return metrics, tuple((hit.id, hit.score) for hit in ranking.hits)
 
 
@@ -556,8 +578,8 @@ def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, ro
             why = "black-box retriever: without a factory the runner cannot build an index over a smaller corpus"
             minimised = _Minimised(world, violation.probe, None, why, 0, 0)
         shrinking = executor.asked - calls_first + minimised.asked
-        found[name] = _violation_record(unit, violation, minimised, calls_first, shrinking)
-        executor.calls += minimised.calls
+        found[name], attributing = _violation_record(unit, violation, minimised, calls_first, shrinking, resolved)
+        executor.calls += minimised.calls + attributing
     if not targets and not found and state["error"] is None:
         # Only soft relations: one search to measure their rates.
         _search(executor, world, strategy, active, set(), tallies, seen, unit, state)
