@@ -1,7 +1,8 @@
 """What the default suite finds in real retrieval libraries: every integration over a built-in world and real text.
 
-    python tests/benchmarks/bench_libraries.py [--libraries faiss-flat,pgvector-hnsw] [--worlds demo,pydoc]
+    python tests/benchmarks/bench_libraries.py [--libraries faiss-flat,pgvector-hnsw] [--worlds demo,pydoc,scale]
                                                [--max-examples 25] [--seed 0] [--json findings.json]
+                                               [--reports DIR] [--markdown findings.json]
 
 Runs `check()` with its defaults (every family, k 1,3,5,10, 25 examples) on each integration, one library at a
 time, over `demo_world()` (56 generated chunks, 12 cases) and `pydoc_world()` (the Python reference topics of
@@ -9,7 +10,9 @@ the running interpreter: 12 topics, 8 cases whose query is a sentence found in e
 library and world: the hard failures by relation (cases failed, and the smallest corpus each violation was
 minimised to), the soft relations and the exact-search relations measured as rates for an approximate index
 that held in fewer than all probes (held/tested), and the seconds the suite took. The library versions come
-from the installed distributions (and the PostgreSQL server itself for PostgreSQL and pgvector).
+from the installed distributions (and the PostgreSQL server itself for PostgreSQL and pgvector). The `scale`
+run is ragmorph's `scale` profile (the opt-in family that grows the corpus to thousands of chunks, 1 in 50 the
+asking tenant's) on the vector stores, over the demo world's first two cases asked by a tenant.
 
 The integrations are the factories ragmorph ships, with the library defaults they document: pgvector
 (pgserver's PostgreSQL, exact scan and HNSW with `hnsw.ef_search` 40), Qdrant local mode, FAISS flat and HNSW
