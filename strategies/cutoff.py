@@ -144,5 +144,4 @@ FAMILY = Family(
     relations=RELATIONS,
     perturbation_types=(RaiseCutoff,),
     draw=raised_cutoffs,
-    max_examples=10,
 )
