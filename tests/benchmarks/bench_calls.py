@@ -2,8 +2,8 @@
 
 Spending fewer calls per verdict (issue 15, item 4) must keep every planted bug of both zoos detected and every
 correct retriever free of hard failures. Each table runs the same inputs twice in this process: with
-`budget="full"` (every family draws `max_examples`, no draw skipped: the settings before adaptive budgets) and
-with the default `budget="adaptive"`. Printed per retriever: detected (a hard relation failed) and calls per case
+`budget="full"` (every family draws `max_examples`, no draw skipped, no per-family caps: more than the suite
+spent before adaptive budgets, whose few capped families drew 10-15) and with the default `budget="adaptive"`. Printed per retriever: detected (a hard relation failed) and calls per case
 (the report's own `summary.calls_by_retriever`: calls the retriever answered, cache hits excluded, shrinking and
 minimisation included).
 
