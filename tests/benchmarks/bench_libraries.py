@@ -1,7 +1,8 @@
 """What the default suite finds in real retrieval libraries: every integration over a built-in world and real text.
 
     python tests/benchmarks/bench_libraries.py [--libraries faiss-flat,pgvector-hnsw] [--worlds demo,pydoc,scale]
-                                               [--max-examples 25] [--seed 0] [--json findings.json]
+                                               [--strategies tenancy,filters] [--max-examples 25] [--seed 0]
+                                               [--json findings.json]
                                                [--reports DIR] [--markdown findings.json]
 
 Runs `check()` with its defaults (every family, k 1,3,5,10, 25 examples) on each integration, one library at a
@@ -190,6 +191,7 @@ def main() -> int:
     runs = [*WORLDS, "scale"]
     parser.add_argument("--worlds", default=",".join(runs),
                         help="comma-separated, from: " + ", ".join(runs) + " (scale: the stores under the scale profile)")
+    parser.add_argument("--strategies", help="comma-separated families instead of the default suite (not for scale)")
     parser.add_argument("--max-examples", type=int, default=25)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, help="write every figure as JSON here")
@@ -210,12 +212,15 @@ def main() -> int:
         print("(this ragmorph has no 'scale' profile: the scale run is skipped)")
         worlds.remove("scale")
     warnings.simplefilter("ignore")  # library deprecation chatter; the findings are the output
-    print(f"Python {sys.version.split()[0]}; default suite (max_examples {args.max_examples}, seed {args.seed})")
+    suite = f"families {args.strategies}" if args.strategies else "default suite"
+    print(f"Python {sys.version.split()[0]}; {suite} (max_examples {args.max_examples}, seed {args.seed})")
     findings: dict[str, Any] = {"python": sys.version.split()[0], "max_examples": args.max_examples,
-                                "seed": args.seed, "worlds": {}, "libraries": {}}
+                                "seed": args.seed, "suite": suite, "worlds": {}, "libraries": {}}
     for world_name in worlds:
         world = _scale_world() if world_name == "scale" else WORLDS[world_name]()
         settings = scale if world_name == "scale" else {"max_examples": args.max_examples}
+        if args.strategies and world_name != "scale":
+            settings["strategies"] = [name.strip() for name in args.strategies.split(",") if name.strip()]
         findings["worlds"][world_name] = world.description
         print(f"\n== {world_name}: {world.description}")
         for name in chosen:
