@@ -196,11 +196,11 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, help="write every figure as JSON here")
     parser.add_argument("--reports", type=Path, help="also write each run's full JSON report into this folder")
-    parser.add_argument("--markdown", type=Path, metavar="FINDINGS_JSON",
-                        help="print the findings of an earlier --json run as README's Markdown table, run nothing")
+    parser.add_argument("--markdown", type=Path, nargs="+", metavar="FINDINGS_JSON",
+                        help="print the findings of earlier --json runs (merged) as README's Markdown table, run nothing")
     args = parser.parse_args()
     if args.markdown:
-        print(markdown(json.loads(args.markdown.read_text(encoding="utf-8"))))
+        print(markdown(merged([json.loads(path.read_text(encoding="utf-8")) for path in args.markdown])))
         return 0
     chosen = [name.strip() for name in args.libraries.split(",") if name.strip()]
     worlds = [name.strip() for name in args.worlds.split(",") if name.strip()]
@@ -258,6 +258,16 @@ def _print(name: str, versions: str, search: str, summary: dict[str, Any]) -> No
         print(f"  {label}s holding in every probe: {summary[f'{kind}_at_1']}")
     for error in summary["errors"][:5]:
         print(f"  ERROR {error}")
+
+
+def merged(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several --json runs as one (e.g. one run per world); a later run's figures win for the same library and world."""
+    out: dict[str, Any] = {"worlds": {}, "libraries": {}}
+    for run in runs:
+        out["worlds"].update(run["worlds"])
+        for name, entry in run["libraries"].items():
+            out["libraries"].setdefault(name, {}).update(entry)
+    return out
 
 
 def _hard_text(summary: dict[str, Any]) -> str:
