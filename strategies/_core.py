@@ -141,6 +141,10 @@ def fresh_id(corpus: Corpus, stem: str, taken: set[str] | None = None) -> str:
     return candidate
 
 
+# Families scan every chunk's tokens when they draw (depth, state, lifecycle, odd queries): one tokenisation per
+# text serves them all. Sized past a 100k-chunk corpus plus the queries and drawn texts, so a scan never evicts
+# itself; thread-safe (--concurrency).
+@functools.lru_cache(maxsize=1 << 18)
 def query_tokens(text: str) -> tuple[str, ...]:
     """Casefolded word tokens, the way a word-level lexical retriever sees text (the built-in tokenizer)."""
     return tuple(default_tokenize(text))
