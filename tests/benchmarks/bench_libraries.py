@@ -166,8 +166,12 @@ def summarise(report: dict[str, Any]) -> dict[str, Any]:
             entry = hard[row["relation"]]
             entry["cases"].append(row["case"])
             violation = row.get("violation") or {}
-            entry["minimal_chunks"].append(len(violation.get("minimal_corpus") or ()))
+            # A family that grows the corpus (scale) bisects over the grown size instead of minimising the corpus.
+            grown = ((violation.get("perturbation") or {}).get("fields") or {}).get("size")
+            entry["minimal_chunks"].append(grown if isinstance(grown, int) else len(violation.get("minimal_corpus") or ()))
             entry.setdefault("example", (row.get("reason") or "")[:240])
+            if violation.get("minimal_reason"):
+                entry.setdefault("minimal_reason", violation["minimal_reason"][:240])
         elif row["status"] == "error":
             errors.append(f"{row['case']}/{row['relation']}: {(row.get('reason') or '')[:160]}")
         if row["severity"] == "soft" and row.get("rate"):
@@ -252,6 +256,8 @@ def _print(name: str, versions: str, search: str, summary: dict[str, Any]) -> No
         size_text = f"{sizes[0]}" if sizes[0] == sizes[-1] else f"{sizes[0]}-{sizes[-1]}"
         print(f"  FAIL {relation}: {len(entry['cases'])} case(s), minimal corpus {size_text} chunks")
         print(f"       e.g. {entry['example']}")
+        if entry.get("minimal_reason"):
+            print(f"       minimal: {entry['minimal_reason']}")
     for kind, label in (("rated", "exact-search relation measured as a rate"), ("soft", "soft relation")):
         for relation, (held, tested) in summary[f"{kind}_below_1"].items():
             print(f"  {label}: {relation} {held}/{tested} ({held / tested:.0%})")
@@ -274,7 +280,8 @@ def _hard_text(summary: dict[str, Any]) -> str:
     parts = []
     for relation, entry in summary["hard"].items():
         low, high = min(entry["minimal_chunks"]), max(entry["minimal_chunks"])
-        parts.append(f"`{relation}` {len(entry['cases'])} cases, minimal {low}" + (f"-{high}" if high != low else "")
+        cases = len(entry["cases"])
+        parts.append(f"`{relation}` {cases} case{'s' if cases != 1 else ''}, minimal {low}" + (f"-{high}" if high != low else "")
                      + " chunks")
     return "; ".join(parts) or "none"
 
