@@ -116,7 +116,7 @@ def filtered_equals_admitted(base: Observation, follow: Observation) -> Verdict:
         return Verdict.not_applicable("only judged for an unfiltered base and a filtered follow-up")
     corpus, k = base.world.corpus, follow.world.params.k
     admitted: list[Hit] = [h for h in base.ranking.hits if h.id in corpus and filters.allows(corpus[h.id])]
-    exhausted = len(base.ranking.hits) < base.world.params.k
+    exhausted = base.exhausted
     what = f"the unfiltered ranking's chunks that pass the filters ({_describe(filters)})"
     if exhausted and len(admitted) <= k:
         # The unfiltered ranking listed every chunk it would ever return, so the filtered one is fully known.

@@ -95,7 +95,7 @@ def _filtered_equals_visible(base: Observation, follow: Observation) -> Verdict:
     tenant = follow.world.params.filters.tenant
     k = follow.world.params.k
     visible = [h for h in base.ranking.hits if h.id in base.world.corpus and base.world.corpus[h.id].visible_to(tenant)]
-    exhausted = len(base.ranking.hits) < base.world.params.k
+    exhausted = base.exhausted
     if exhausted and len(visible) <= k:
         # The unfiltered ranking listed every chunk it would ever return, so the filtered one is fully known.
         verdict = compare_up_to_ties(visible, follow.ranking.hits, open_end=False, scores_comparable=False)

@@ -173,6 +173,17 @@ class Observation:
     metrics: Mapping[str, float | None] = attrs.field(factory=dict, eq=False, repr=False)
     invalid: str | None = None
     rule: ContractRule | None = None
+    # Why a list shorter than k is not exhausted for this retriever (`Capabilities.cuts_short`), else None.
+    cut_short: str | None = None
+
+    @property
+    def exhausted(self) -> bool:
+        """True when the ranking has fewer hits than asked and that means no other chunk matches the call.
+
+        A retriever that may end a list early for another reason (a token budget) declares it, and its short
+        lists are never read as exhausted.
+        """
+        return len(self.ranking.hits) < self.world.params.k and self.cut_short is None
 
 
 @attrs.frozen
