@@ -102,6 +102,9 @@ class Family:
     `applicable(world)` returns why the family cannot run on `world`, or None (the default: every world).
     `perturbation_types` are the perturbation classes `draw` produces (replay files name them).
     `max_examples` caps the run's examples per unit for families whose bugs show in the first few draws.
+    `default` False keeps an expensive family out of the default suite (a profile or `strategies=` names it).
+    `grows_corpus` says its perturbations grow the corpus themselves (thousands of chunks, a `size` field and
+    `resized(size)`): a violation then shrinks by bisection over the grown size, not by corpus minimisation.
     """
 
     name: str
@@ -112,6 +115,8 @@ class Family:
     applicable: Callable[[World], str | None] = attrs.field(repr=False, default=_always_applicable)
     edits_corpus: bool = False
     max_examples: int | None = None
+    default: bool = True
+    grows_corpus: bool = False
 
     def perturbations(self, world: World, *, ks: Sequence[int]) -> st.SearchStrategy[Any]:
         """The Hypothesis strategy of this family's perturbations for `world` (see `applicable` first)."""

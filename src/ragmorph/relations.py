@@ -235,6 +235,11 @@ class Relation:
     # True when the relation presumes exact nearest-neighbour search: for a retriever declaring the trait
     # 'approximate' (an HNSW or IVF index) it is measured as a rate instead of failing the run.
     exact_search: bool = False
+    # What a violation record shows as its (base, follow-up) pair, from the pair judged (None: the pair itself):
+    # a base asked thousands deep is shown as the part the relation compared, never as thousands of hits.
+    shown: Callable[[Observation, Observation], tuple[Observation, Observation]] | None = attrs.field(
+        default=None, repr=False, eq=False
+    )
 
     registry_fields: ClassVar[tuple[str, ...]] = (
         "name",
