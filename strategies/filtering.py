@@ -66,20 +66,33 @@ class ApplyFilters(PerturbationBase):
 
 def _scalar_items(metadata: Any) -> list[tuple[str, Any]]:
     # Equality filters on JSON scalars only: lists and objects are not hashable and no store compares them so.
-    return [(k, v) for k, v in metadata.items() if v is None or isinstance(v, (str, int, float, bool))]
+    # Sorted by key: a world read back from JSON Lines (keys sorted) is probed like the same world in memory.
+    return sorted(((k, v) for k, v in metadata.items() if v is None or isinstance(v, (str, int, float, bool))), key=_pair_key)
+
+
+def _pair_key(pair: tuple[str, Any]) -> tuple[str, str, str]:
+    # Values of one key may mix types (1, "1", True): order by key, then type name and repr, never by value alone.
+    return pair[0], type(pair[1]).__name__, repr(pair[1])
 
 
 def filter_choices(world: World) -> list[Filters]:
     """The filters drawn for `world`, simplest first: current_only, metadata equality (gold chunks' values
-    first), and the case's tenant combined with each."""
+    first), and the case's tenant combined with each.
+
+    Independent of the order of keys in each chunk's metadata. The two-key filter puts the gold chunk's most
+    selective condition first (fewest chunks have it): a filter that keeps only some of its conditions then
+    admits chunks the whole filter excludes.
+    """
     corpus, case = world.corpus, world.case
     gold = [corpus[i] for i in case.gold_ids if i in corpus]
     counts: Counter[tuple[str, Any]] = Counter(pair for chunk in corpus for pair in _scalar_items(chunk.metadata))
     preferred = [pair for chunk in gold for pair in _scalar_items(chunk.metadata)]
-    pairs = list(dict.fromkeys(preferred + [pair for pair, _ in counts.most_common()]))[:_METADATA_CHOICES]
+    common = sorted(counts, key=lambda pair: (-counts[pair], _pair_key(pair)))
+    pairs = list(dict.fromkeys(preferred + common))[:_METADATA_CHOICES]
     choices = [Filters(current_only=True)] + [Filters(metadata={key: value}) for key, value in pairs]
     if gold and len(gold[0].metadata) >= 2:
-        both = dict(_scalar_items(gold[0].metadata)[:2])
+        selective = sorted(_scalar_items(gold[0].metadata), key=lambda pair: (counts[pair], _pair_key(pair)))
+        both = dict(selective[:2])
         if len(both) == 2:
             choices.append(Filters(metadata=both))
     if case.tenant is not None:

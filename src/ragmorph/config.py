@@ -83,7 +83,7 @@ PROFILES: dict[str, Profile] = {
     # The opt-in scale family alone: every example builds two indexes of 5,000 chunks, so few examples, and the
     # k at which candidate pools (ef_search = 40) are asked for a full page.
     "scale": Profile(
-        2, (10,), False, "worlds grown to 5,000 chunks, 2% the asking tenant's: under-return under its filter, k 10",
+        2, (10,), False, "worlds of 5,000 chunks, 1 in 50 the asking tenant's: under-return under its filter, k 10",
         strategies=("scale",),
     ),
 }
