@@ -195,11 +195,12 @@ def full_k(reference: Observation, follow: Observation, *, source: str) -> Verdi
     k = follow.world.params.k
     visible = visible_hits(reference, follow)
     expected, got = min(k, len(visible)), len(follow.ranking.hits)
+    chunks = f"{len(visible):,} chunk{'' if len(visible) == 1 else 's'}"
     if got >= expected:
-        return Verdict.ok(f"{got} hits at k={k}; {source} shows {len(visible)} visible matching chunks", expected, got)
+        return Verdict.ok(f"{got} hit{'' if got == 1 else 's'} at k={k}; {source} shows {chunks} the filters admit", expected, got)
     named = ", ".join(h.id for h in visible[:_NAMED]) + (f", ... {len(visible) - _NAMED:,} more" if len(visible) > _NAMED else "")
     return Verdict.broken(
-        f"returned {got} of k={k} hits where {source} shows {len(visible):,} chunks the filters admit ({named}): "
+        f"returned {got} of k={k} hits where {source} shows {chunks} the filters admit ({named}): "
         f"fewer than min(k, visible matching chunks) = {expected}; composition: {_composition(follow)}",
         expected,
         got,

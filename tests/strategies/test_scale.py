@@ -74,7 +74,7 @@ def test_a_candidate_pool_that_runs_dry_fails_and_is_bisected_readably(retriever
     assert violation["base"]["params"] == violation["follow_up"]["params"]
     assert len(row.reason) < 1200
     outcome = replay(violation["replay"], retriever=retriever)
-    assert outcome.reproduced
+    assert outcome.reproduced and len(outcome.base_ids) == 10 and outcome.follow_ids == ()
 
 
 @pytest.mark.parametrize("retriever", [DenseRetriever, BM25Retriever])
