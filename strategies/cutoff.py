@@ -54,6 +54,9 @@ def _recall(base: Observation, follow: Observation) -> Verdict:
     before, after = base.metrics[f"R@{base.world.params.k}"], follow.metrics[f"R@{follow.world.params.k}"]
     missing = [h for h in before_ids if h.id not in after_ids]
     if not missing:
+        cut = _span_cut(base, follow)
+        if cut is not None:
+            return cut
         return Verdict.ok("every gold chunk found at k is still found at the larger k", before, after)
     hits = base.ranking.hits
     last = follow.ranking.hits[-1] if follow.ranking.hits else None
@@ -69,6 +72,36 @@ def _recall(base: Observation, follow: Observation) -> Verdict:
                 after,
             )
     return Verdict.ok("recall only moved within a score tie at the cut", before, after)
+
+
+def _span_cut(base: Observation, follow: Observation) -> Verdict | None:
+    """A broken verdict when a gold chunk's supporting span reached the final context at k but is cut at k'.
+
+    Judged only when the top k at k' holds the same hits in the same order as at k: a stage that packs text
+    (ContextPacker) then packs them alike, whatever the retriever's tie order. A reordering within ties may
+    legitimately change what fits, and cutoff.prefix judges the order itself.
+    """
+    spans = base.world.case.spans
+    earlier = base.ranking.hits[: base.world.params.k]
+    later = follow.ranking.hits[: len(earlier)]
+    if not spans or [h.id for h in earlier] != [h.id for h in later]:
+        return None
+    for old, new in zip(earlier, later):
+        span = spans.get(old.id)
+        if span is not None and old.keeps(span) and not new.keeps(span):
+            name = "SpanR(cover=all)@{}"
+            before = base.metrics[name.format(base.world.params.k)]
+            after = follow.metrics[name.format(follow.world.params.k)]
+            kept = f"characters {new.kept[0]}-{new.kept[1]} kept" if new.kept is not None else "none of it kept"
+            return Verdict.broken(
+                f"gold chunk {old.id!r} is in the final context with its supporting span [{span[0]}, {span[1]}) at "
+                f"k={base.world.params.k}, but at k={follow.world.params.k} the span is cut ({kept}): "
+                f"SpanR dropped from {before:.3g} to {after:.3g}",
+                before,
+                after,
+                culprits=(old.id,),
+            )
+    return None
 
 
 RELATIONS = (
@@ -90,12 +123,17 @@ RELATIONS = (
         name="cutoff.recall",
         exact_search=True,
         family="cutoff",
-        summary="R@k' >= R@k when k' > k: a gold chunk found at k is found at k'",
+        summary="R@k' >= R@k when k' > k: a gold chunk found at k is found at k' (with its supporting span, if the "
+        "case gives one and a stage packs text)",
         target="R@k",
         direction=Direction.NON_DECREASING,
         severity=Severity.HARD,
         check=_recall,
-        assumptions=("a gold chunk may only drop out when it is tied at the cut and the tie overflows k'",),
+        assumptions=(
+            "a gold chunk may only drop out when it is tied at the cut and the tie overflows k'",
+            "a supporting span kept at k stays kept at k' when the top k is unchanged: packing fills the context "
+            "best first (ContextPacker), so more hits below cannot cut one above",
+        ),
     ),
 )
 

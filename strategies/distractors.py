@@ -282,6 +282,7 @@ RELATIONS = (
         applies_to=("InjectDistractors:lookalike",),
         assumptions=("the case is asked with its tenant filter",),
         judges_filtering=True,
+        judges_admission=True,
     ),
     Relation(
         name="distractors.padded_below_original",

@@ -269,6 +269,7 @@ RELATIONS = (
         severity=Severity.HARD,
         check=_admitted_only,
         judges_filtering=True,
+        judges_admission=True,
         assumptions=(
             "Filters semantics of DESIGN section 1: a tenant sees its own and shared chunks, current_only drops any "
             "chunk with superseded_by set, metadata equality needs the key present with an equal value",

@@ -156,6 +156,7 @@ RELATIONS = (
         severity=Severity.HARD,
         check=_admitted_only,
         judges_filtering=True,
+        judges_admission=True,
         applies_to=tuple(f"OddQuery:{kind}" for kind in KINDS),
         assumptions=("an empty result is a valid answer; contract.valid_response judges every response too",),
     ),

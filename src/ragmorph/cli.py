@@ -932,7 +932,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--address", metavar="HOST:PORT", help="with --executor ray: an existing Ray cluster (default: start a local one)")
     run.add_argument(
         "--concurrency", type=_positive_int, metavar="N",
-        help="units in flight at once per process, in threads: for retrievers that wait on a service (default 1)",
+        help="retriever calls in flight at once per process, in threads (batches, and the independent calls of a plan): for retrievers that wait on a service (default 1)",
     )
     run.add_argument("--replay-dir", metavar="DIR", help="replay files go here (default: replays/ next to the report)")
     from .reporting import WRITERS

@@ -22,7 +22,9 @@ __all__ = [
     "Hit",
     "Params",
     "Ranking",
+    "Span",
     "World",
+    "check_evidence",
     "validate_cases",
 ]
 
@@ -416,17 +418,77 @@ class Corpus:
         return Corpus._derived(tuple(c for c in self.chunks if c.id in keep))
 
 
-def _to_evidence(value: Any) -> tuple[tuple[str, ...], ...]:
+Span = tuple[int, int]
+"""A half-open character range `[start, end)` of a chunk's text."""
+
+
+def _span_of(value: Any, field: str) -> Span:
+    """`value` as a span: a list or tuple of two integers `[start, end]` with 0 <= start < end."""
+    if (
+        isinstance(value, (str, bytes))
+        or not isinstance(value, Sequence)
+        or len(value) != 2
+        or any(isinstance(v, bool) or not isinstance(v, int) for v in value)
+    ):
+        raise InputError(
+            f"expected a span [start, end] of two integer character offsets, got span={describe(value)}",
+            field=field,
+            value=value,
+        )
+    start, end = value
+    if start < 0 or start >= end:
+        raise InputError(
+            f"expected a span [start, end] with 0 <= start < end (half-open character offsets), got "
+            f"span=[{start}, {end}]" + ("; write the smaller offset first" if start > end else ""),
+            field=field,
+            value=list(value),
+        )
+    return (start, end)
+
+
+def _evidence_member(member: Any, number: int, position: int) -> tuple[str, Span | None]:
+    """One entry of an evidence group: a chunk id, or `{"chunk": id, "span": [start, end]}`."""
+    where = f"evidence[{number}][{position}]"
+    if isinstance(member, Mapping):
+        unknown = sorted(str(key) for key in member if key not in ("chunk", "span"))
+        if unknown or "chunk" not in member:
+            raise InputError(
+                f"expected an evidence entry {{\"chunk\": id, \"span\": [start, end]}}, got "
+                + (f"unknown key(s) {unknown}" if unknown else "no \"chunk\" key"),
+                field=where,
+                value=dict(member),
+            )
+        chunk_id = member["chunk"]
+        if not isinstance(chunk_id, str) or not chunk_id:
+            raise InputError(
+                f"expected a chunk id (non-empty string), got chunk={describe(chunk_id)}",
+                field=f"{where}.chunk",
+                value=chunk_id,
+            )
+        span = member.get("span")
+        return chunk_id, None if span is None else _span_of(span, f"{where}.span")
+    if not isinstance(member, str) or not member:
+        raise InputError(
+            f"expected chunk ids (non-empty strings) or {{\"chunk\": id, \"span\": [start, end]}} in evidence "
+            f"group {number}, got {describe(member)}",
+            field=f"evidence[{number}]",
+            value=member,
+        )
+    return member, None
+
+
+def _parse_evidence(value: Any) -> tuple[tuple[tuple[str, ...], ...], dict[str, Span]]:
+    """Evidence groups as chunk ids, and the supporting span of each chunk cited with one."""
     if value is None:
-        return ()
-    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        return (), {}
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
         raise InputError(
             f"expected a list of evidence groups (lists of chunk ids), got evidence={describe(value)}",
             field="evidence",
             value=value,
         )
     value = list(value)
-    if len(value) > 1 and all(isinstance(group, str) for group in value):
+    if len(value) > 1 and all(isinstance(group, (str, Mapping)) for group in value):
         # ["a", "b"] reads either as "a and b are both required" or as "either one is enough"; guessing wrong
         # changes every recall figure without a word, so the two spellings must be explicit.
         raise InputError(
@@ -437,9 +499,11 @@ def _to_evidence(value: Any) -> tuple[tuple[str, ...], ...]:
             value=value,
         )
     groups = []
+    spans: dict[str, Span] = {}
+    plain: set[str] = set()
     for number, group in enumerate(value):
-        if isinstance(group, str):
-            # A bare id is the common shorthand for a one-member group.
+        if isinstance(group, (str, Mapping)):
+            # A bare id (or one span entry) is the common shorthand for a one-member group.
             group = (group,)
         if not isinstance(group, Iterable):
             raise InputError(
@@ -448,13 +512,21 @@ def _to_evidence(value: Any) -> tuple[tuple[str, ...], ...]:
                 value=group,
             )
         members: list[str] = []
-        for member in group:
-            if not isinstance(member, str) or not member:
+        for position, entry in enumerate(group):
+            member, span = _evidence_member(entry, number, position)
+            # One supporting span per chunk and case: final-context recall asks whether *the* span survived.
+            if (span is None and member in spans) or (span is not None and (member in plain or spans.get(member, span) != span)):
                 raise InputError(
-                    f"expected chunk ids (non-empty strings) in evidence group {number}, got {describe(member)}",
-                    field=f"evidence[{number}]",
+                    f"expected chunk {member!r} to carry the same span wherever the case cites it, got "
+                    f"{list(spans[member]) if member in spans else 'no span'} and "
+                    f"{list(span) if span is not None else 'no span'}",
+                    field=f"evidence[{number}][{position}]",
                     value=member,
                 )
+            if span is None:
+                plain.add(member)
+            else:
+                spans[member] = span
             if member not in members:
                 members.append(member)
         if not members:
@@ -464,7 +536,32 @@ def _to_evidence(value: Any) -> tuple[tuple[str, ...], ...]:
                 value=[],
             )
         groups.append(tuple(members))
-    return tuple(groups)
+    return tuple(groups), spans
+
+
+def _to_evidence(value: Any) -> tuple[tuple[str, ...], ...]:
+    groups, spans = _parse_evidence(value)
+    if spans:
+        raise InputError(
+            "expected chunk ids in Case.evidence here; spans go through Case(...) or its `spans` field",
+            field="evidence",
+        )
+    return groups
+
+
+def _to_spans(value: Any) -> FrozenMap:
+    if value is None:
+        return FrozenMap()
+    if isinstance(value, FrozenMap) and all(isinstance(span, tuple) for span in value.values()):
+        return value
+    if not isinstance(value, Mapping):
+        raise InputError(f"expected a mapping chunk id -> [start, end], got spans={describe(value)}", field="spans", value=value)
+    spans: dict[str, Span] = {}
+    for chunk_id, span in value.items():
+        if not isinstance(chunk_id, str) or not chunk_id:
+            raise InputError(f"expected chunk ids as span keys, got {describe(chunk_id)}", field="spans", value=chunk_id)
+        spans[chunk_id] = _span_of(span, f"spans[{chunk_id!r}]")
+    return FrozenMap(spans)
 
 
 def _optional_bool(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
@@ -474,9 +571,14 @@ def _optional_bool(instance: Any, attribute: attrs.Attribute, value: Any) -> Non
         )
 
 
-@attrs.frozen
+@attrs.frozen(init=False)
 class Case:
-    """One query with its required evidence groups; any one id of a group satisfies that group."""
+    """One query with its required evidence groups; any one id of a group satisfies that group.
+
+    An evidence entry is a chunk id or `{"chunk": id, "span": [start, end]}`: the half-open character range of
+    the chunk's text that supports the case. `evidence` holds the ids, `spans` maps each chunk cited with a
+    span to it (one span per chunk and case).
+    """
 
     id: str = attrs.field(validator=_nonempty_str)
     query: str = attrs.field(validator=_str)
@@ -485,8 +587,42 @@ class Case:
     claims: tuple[str, ...] = attrs.field(factory=tuple, converter=_to_str_tuple("claims"))
     answerable: bool | None = attrs.field(default=None, validator=_optional_bool)
     tags: tuple[str, ...] = attrs.field(factory=tuple, converter=_to_str_tuple("tags"))
+    spans: FrozenMap = attrs.field(factory=FrozenMap, converter=_to_spans)
+
+    def __init__(
+        self,
+        id: str,
+        query: str,
+        tenant: str | None = None,
+        evidence: Any = (),
+        claims: Any = (),
+        answerable: bool | None = None,
+        tags: Any = (),
+        spans: Mapping[str, Any] | None = None,
+    ) -> None:
+        groups, cited = _parse_evidence(evidence)
+        given = dict(_to_spans(spans))
+        for chunk_id, span in cited.items():
+            if given.get(chunk_id, span) != span:
+                raise InputError(
+                    f"expected one span for chunk {chunk_id!r}, got {list(span)} in evidence and "
+                    f"{list(given[chunk_id])} in spans",
+                    field="spans",
+                    value=chunk_id,
+                )
+            given[chunk_id] = span
+        self.__attrs_init__(id, query, tenant, groups, claims, answerable, tags, given)  # type: ignore[attr-defined]
 
     def __attrs_post_init__(self) -> None:
+        cited = set(self.gold_ids)
+        for chunk_id in self.spans:
+            if chunk_id not in cited:
+                raise InputError(
+                    f"expected spans only for chunks the evidence cites, got a span for {chunk_id!r} in case "
+                    f"{self.id!r}",
+                    field="spans",
+                    value=chunk_id,
+                )
         if self.answerable is False and self.evidence:
             raise InputError(
                 f"expected no evidence for a case marked answerable=false, got {len(self.evidence)} evidence "
@@ -509,13 +645,17 @@ class Case:
                 seen.setdefault(member, None)
         return tuple(seen)
 
+    def _entry(self, member: str) -> str | dict[str, Any]:
+        span = self.spans.get(member)
+        return member if span is None else {"chunk": member, "span": list(span)}
+
     def to_dict(self) -> dict[str, Any]:
-        """The native JSON form of this case (as written to cases.jsonl)."""
+        """The native JSON form of this case (as written to cases.jsonl); a span entry is `{"chunk", "span"}`."""
         return {
             "id": self.id,
             "query": self.query,
             "tenant": self.tenant,
-            "evidence": [list(g) for g in self.evidence],
+            "evidence": [[self._entry(member) for member in group] for group in self.evidence],
             "claims": list(self.claims),
             "answerable": self.answerable,
             "tags": list(self.tags),
@@ -528,16 +668,33 @@ def validate_cases(corpus: Corpus, cases: Iterable[Case], *, file: str | None = 
     Line numbers are 1-based positions in `cases` (matching cases.jsonl lines when read from a file).
     """
     for line, case in enumerate(cases, start=1):
-        for number, group in enumerate(case.evidence):
-            for member in group:
-                if member not in corpus:
-                    raise InputError(
-                        f"case {case.id!r} cites chunk id {member!r}, which is not in the corpus",
-                        file=file,
-                        line=line,
-                        field=f"evidence[{number}]",
-                        value=member,
-                    )
+        check_evidence(case, corpus, file=file, line=line)
+
+
+def check_evidence(case: Case, corpus: Corpus, *, file: str | None = None, line: int | None = None) -> None:
+    """Raise InputError (file, line, field) when `case` cites a chunk `corpus` lacks, or a span past its text."""
+    for number, group in enumerate(case.evidence):
+        for position, member in enumerate(group):
+            chunk = corpus.get(member)
+            if chunk is None:
+                raise InputError(
+                    f"case {case.id!r} cites chunk id {member!r}, which is not in the corpus"
+                    " (check the id's spelling or add the chunk to corpus.jsonl)",
+                    file=file,
+                    line=line,
+                    field=f"evidence[{number}]",
+                    value=member,
+                )
+            span = case.spans.get(member)
+            if span is not None and span[1] > len(chunk.text):
+                raise InputError(
+                    f"expected the span of chunk {member!r} inside its text (0..{len(chunk.text)} characters), got "
+                    f"span=[{span[0]}, {span[1]}] in case {case.id!r}",
+                    file=file,
+                    line=line,
+                    field=f"evidence[{number}][{position}].span",
+                    value=list(span),
+                )
 
 
 def _positive_int(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
@@ -595,13 +752,34 @@ def _finite_or_none(instance: Any, attribute: attrs.Attribute, value: Any) -> No
         raise InputError(f"expected a number or None, got score={describe(value)}", field="score", value=value)
 
 
+def _optional_span(value: Any) -> Span | None:
+    return None if value is None else _span_of(value, "kept")
+
+
 @attrs.frozen
 class Hit:
-    """One returned chunk: its id, the retriever's score (None when it gives none) and optional text."""
+    """One returned chunk: its id, the retriever's score (None when it gives none) and optional text.
+
+    `kept` is the character range `[start, end)` of the chunk's text that reached the final context, for a stage
+    that packs text (`ContextPacker`); None means the whole text (nothing was cut).
+    """
 
     id: str = attrs.field(validator=_nonempty_str)
     score: float | None = attrs.field(default=None, validator=_finite_or_none)
     text: str | None = attrs.field(default=None)
+    kept: Span | None = attrs.field(default=None, converter=_optional_span, kw_only=True)
+
+    def keeps(self, span: Span | None, *, whole: bool = True) -> bool:
+        """Whether the final context holds `span` of this chunk's text: all of it (`whole`), else any character.
+
+        A hit without a `kept` range holds its whole text, so every span (and None, no span) survives.
+        """
+        if span is None or self.kept is None:
+            return True
+        start, end = self.kept
+        if whole:
+            return start <= span[0] and span[1] <= end
+        return start < span[1] and span[0] < end
 
     @property
     def has_finite_score(self) -> bool:

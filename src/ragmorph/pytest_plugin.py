@@ -19,7 +19,8 @@ break rate is recorded in `user_properties` and raised as a `SoftRelationBroken`
 Settings: `--ragmorph-max-examples` beats `--ragmorph-profile` (`smoke`: 5 examples, k 1,5, a budget of
 seconds), which beats `suite(max_examples=)` and the config file, which beat an explicitly loaded Hypothesis
 profile (`--hypothesis-profile`), which beats the default of 25. `derandomize` follows the active Hypothesis
-profile. The run seed is `--hypothesis-seed` when given and 0 otherwise (so plain runs and xdist workers agree);
+profile. The run seed is `--hypothesis-seed` when given, else the suite's `seed=` or the config file's `seed`, else 0
+(so plain runs and xdist workers agree);
 the report header prints it, and one line per suite after collection prints the
 settings that suite's runs use. With pytest-xdist, `--dist loadgroup` keeps the items of one retriever x strategy
 on one worker (each carries an `xdist_group` mark); plain `-n N` also works but may repeat engine runs.
@@ -73,6 +74,7 @@ class Suite:
     max_examples: int | None = None
     timeout: float | None = None
     traits: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    seed: int | None = None
     format: str = "native"
     beir: Any = None
     split: str = "test"
@@ -92,6 +94,7 @@ def suite(
     max_examples: int | None = None,
     timeout: float | None = None,
     traits: Mapping[str, Sequence[str]] | None = None,
+    seed: int | None = None,
     config: str | Path | None = None,
 ) -> Suite:
     """Declare a ragmorph suite in a test module (assign it to a module-level name, e.g. `ragmorph_suite`).
@@ -126,7 +129,14 @@ def suite(
         max_examples=max_examples,
         timeout=timeout,
         traits={name: tuple(values) for name, values in (traits or {}).items()},
+        seed=_seed(seed),
     )
+
+
+def _seed(value: Any) -> int | None:
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    raise UsageError(f"expected seed= as an integer, got seed={value!r} ({type(value).__name__})")
 
 
 def _from_config(declared: Suite, folder: Path) -> Suite:
@@ -153,6 +163,7 @@ def _from_config(declared: Suite, folder: Path) -> Suite:
         ),
         timeout=config.timeout,
         traits=config.traits(),
+        seed=config.seed,
         format=config.format,
         beir=None if config.beir is None else config.beir.resolve(),
         split=config.split,
@@ -206,8 +217,9 @@ def _settings(config: pytest.Config, declared: Suite | None = None) -> dict[str,
     import hypothesis
 
     seed_option = config.getoption("--hypothesis-seed", default=None)
+    declared_seed = declared.seed if declared is not None and declared.seed is not None else 0
     try:
-        seed = int(seed_option) if seed_option is not None else 0
+        seed = int(seed_option) if seed_option is not None else declared_seed
     except ValueError:
         # Hypothesis accepts any string as a seed; derive a stable integer the same way on every worker.
         seed = zlib.crc32(str(seed_option).encode())
@@ -253,7 +265,10 @@ def pytest_report_collectionfinish(config: pytest.Config, items: Sequence[pytest
     lines = []
     for key, (declared, _world) in config.stash.get(_CACHE_KEY, {}).items():
         if len(key) == 3 and key[2] == "suite":
-            lines.append(f"ragmorph: {_settings_text(_settings(config, declared))} for {key[0]}::{key[1]}")
+            effective = _settings(config, declared)
+            own = declared.seed is not None and config.getoption("--hypothesis-seed", default=None) is None
+            suffix = f" (its own seed; repeat with --hypothesis-seed={effective['seed']})" if own else ""
+            lines.append(f"ragmorph: {_settings_text(effective)} for {key[0]}::{key[1]}{suffix}")
     return lines
 
 

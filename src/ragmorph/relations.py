@@ -230,6 +230,10 @@ class Relation:
     # True for relations that judge the retriever's filtering: where ragmorph does the filtering for it
     # (`Capabilities.filtered_by == "ragmorph"`), they would judge ragmorph's own filter, so they are not_applicable.
     judges_filtering: bool = False
+    # True for the filtering relations that judge which chunks a filter admits (a hit outside the admitted set),
+    # not the search among them: where ragmorph computes the admitted set for a library without metadata
+    # (`Capabilities.filtered_by == "selector"`, FAISS's id selector), they are not_applicable too.
+    judges_admission: bool = attrs.field(default=False)
     # What a break puts at risk (a tenant leak, a contract breach, other): triage orders violation groups by it.
     concern: Concern = Concern.HARD
     # True when the relation presumes exact nearest-neighbour search: for a retriever declaring the trait
@@ -240,6 +244,11 @@ class Relation:
     shown: Callable[[Observation, Observation], tuple[Observation, Observation]] | None = attrs.field(
         default=None, repr=False, eq=False
     )
+
+    @judges_admission.validator
+    def _admission_is_filtering(self, _attribute: Any, value: bool) -> None:
+        if value and not self.judges_filtering:
+            raise UsageError(f"expected judges_admission=True only with judges_filtering=True, got it alone on {self.name!r}")
 
     registry_fields: ClassVar[tuple[str, ...]] = (
         "name",
@@ -252,6 +261,7 @@ class Relation:
         "applies_to",
         "requires",
         "judges_filtering",
+        "judges_admission",
         "concern",
         "exact_search",
     )

@@ -164,6 +164,8 @@ def summary_text(report: Mapping[str, Any]) -> str:
         lines.append(f"  {number}. {group.headline()}")
         violation = group.representative.get("violation") or {}
         lines.append(f"     why: {violation.get('detail', group.representative.get('reason'))}")
+        if violation.get("stages"):
+            lines.append(f"     stage: {violation['stages'].get('detail')}")
         if violation.get("replay"):
             lines.append(f"     replay: ragmorph replay {violation['replay']}")
     errors = [r for r in report.get("results", ()) if r.get("status") == "error"]

@@ -93,16 +93,39 @@ def test_dedup_drops_repeated_ids_and_texts_but_keeps_k() -> None:
     assert [h.id for h in Dedup(repeated, corpus=CORPUS, by_text=False).retrieve("q", k=3)] == ["s1", "d1", "g2"]
 
 
-def test_context_packer_keeps_the_longest_fitting_prefix() -> None:
+def test_context_packer_without_truncation_keeps_the_longest_fitting_prefix() -> None:
     inner = FunctionRetriever(lambda query, k: ["g2", "s1", "x1", "g1"][:k])  # 2, 3, 2, 3 tokens
-    assert [h.id for h in ContextPacker(inner, 5, corpus=CORPUS).retrieve("q", k=4)] == ["g2", "s1"]
-    assert [h.id for h in ContextPacker(inner, 6, corpus=CORPUS).retrieve("q", k=4)] == ["g2", "s1"]
-    assert ContextPacker(inner, 1, corpus=CORPUS).retrieve("q", k=4) == []
-    assert len(ContextPacker(inner, 1000, corpus=CORPUS).retrieve("q", k=4)) == 4
-    chars = ContextPacker(inner, 12, corpus=CORPUS, count_tokens=len)
+    prefix = {"corpus": CORPUS, "truncate": False}
+    assert [h.id for h in ContextPacker(inner, 5, **prefix).retrieve("q", k=4)] == ["g2", "s1"]
+    assert [h.id for h in ContextPacker(inner, 6, **prefix).retrieve("q", k=4)] == ["g2", "s1"]
+    assert ContextPacker(inner, 1, **prefix).retrieve("q", k=4) == []
+    assert len(ContextPacker(inner, 1000, **prefix).retrieve("q", k=4)) == 4
+    chars = ContextPacker(inner, 12, count_tokens=len, **prefix)
     assert [h.id for h in chars.retrieve("q", k=4)] == ["g2"]
+    assert all(h.kept is None for h in ContextPacker(inner, 6, **prefix).retrieve("q", k=4))
     with pytest.raises(UsageError, match="token_budget"):
         ContextPacker(inner, -1)
+    with pytest.raises(UsageError, match="truncate"):
+        ContextPacker(inner, 5, truncate="no")  # type: ignore[arg-type]
+
+
+def test_context_packer_truncates_the_hit_that_overflows_at_a_word_end() -> None:
+    inner = FunctionRetriever(lambda query, k: ["g2", "s1", "x1", "g1"][:k])  # 2, 3, 2, 3 tokens
+    hits = ContextPacker(inner, 6, corpus=CORPUS).retrieve("q", k=4)
+    # g2 and s1 fit whole (5 tokens); x1 keeps the one word left, and packing stops there.
+    assert [(h.id, h.text, h.kept) for h in hits] == [("g2", None, None), ("s1", None, None), ("x1", "unrelated", (0, 9))]
+    assert [(h.id, h.text, h.kept) for h in ContextPacker(inner, 1, corpus=CORPUS).retrieve("q", k=4)] == [
+        ("g2", "leave", (0, 5))
+    ]
+    assert ContextPacker(inner, 0, corpus=CORPUS).retrieve("q", k=4) == []
+    # Counting characters: "leave policy" (12) fits exactly; nothing of s1 fits in 0 characters.
+    assert [h.id for h in ContextPacker(inner, 12, corpus=CORPUS, count_tokens=len).retrieve("q", k=4)] == ["g2"]
+    # 16 characters: g2 whole, then "leave policy shared" cut to its longest word prefix of <= 4 characters: none
+    # ("leave" is 5), so s1 is dropped, never cut mid-word.
+    assert [h.id for h in ContextPacker(inner, 16, corpus=CORPUS, count_tokens=len).retrieve("q", k=4)] == ["g2"]
+    assert [h.text for h in ContextPacker(inner, 17, corpus=CORPUS, count_tokens=len).retrieve("q", k=4)] == [
+        None, "leave"
+    ]
 
 
 def test_stages_compose_forward_deltas_and_pass_validation() -> None:

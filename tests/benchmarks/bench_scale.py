@@ -9,8 +9,13 @@ so peak memory is that row's alone. Printed side by side:
 - runner share: 1 - retriever / (wall x width), width = batches in flight (processes x threads, at most the
   run's batches: one per retriever x case): the part of the slots' time not spent in the retriever (the
   runner's own work, worker start-up, idle slots); goal < 10% at 100k chunks;
+- cpu: CPU seconds of the calling process and its workers (the runner and the retriever's own work, index
+  builds included): Python runs one thread at a time, so a process's CPU seconds bound its wall time from below
+  however many calls wait at once;
 - vs ideal: for the 50 ms retriever, wall / (retriever time / width), the retriever's own time spread perfectly
   over the units in flight; goal <= 1.5;
+- vs sleep: wall / (calls x 50 ms / width), the same against the sleeps alone (what a service that costs the
+  caller no CPU would allow);
 - peak MB: the largest resident set of the calling process and of any worker, and per 1,000 chunks.
 
     python tests/benchmarks/bench_scale.py            # 1k, 10k, 100k chunks (tens of minutes on 2 cores)
@@ -52,7 +57,8 @@ def _flush() -> None:
     if folder is None:
         return
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    Path(folder, f"{os.getpid()}.json").write_text(json.dumps({**_SPENT, "maxrss_kb": peak}), encoding="utf-8")
+    record = {**_SPENT, "maxrss_kb": peak, "cpu": time.process_time()}
+    Path(folder, f"{os.getpid()}.json").write_text(json.dumps(record), encoding="utf-8")
 
 
 
@@ -124,6 +130,7 @@ def run_one(row: dict[str, Any]) -> dict[str, Any]:
     os.environ[_SPENT_DIR] = folder
     options = _options(row["mode"], row["slots"], row["concurrency"])
     name = row["retriever"]
+    cpu_before = time.process_time()
     start = time.perf_counter()
     # By import string, so workers build it from its spec; the script runs as `bench_scale` (see the bottom).
     report = check(
@@ -131,7 +138,7 @@ def run_one(row: dict[str, Any]) -> dict[str, Any]:
         max_examples=row["max_examples"], seed=0, **options,
     )
     wall = time.perf_counter() - start
-    totals = {"inside": 0.0, "calls": 0, "builds": 0, "worker_kb": 0}
+    totals = {"inside": 0.0, "calls": 0, "builds": 0, "worker_kb": 0, "cpu": time.process_time() - cpu_before}
     for path in Path(folder).glob("*.json"):
         data = json.loads(path.read_text(encoding="utf-8"))
         totals["inside"] += data["retriever"]
@@ -139,6 +146,7 @@ def run_one(row: dict[str, Any]) -> dict[str, Any]:
         totals["builds"] += data["builds"]
         if int(path.stem) != os.getpid():
             totals["worker_kb"] = max(totals["worker_kb"], data["maxrss_kb"])
+            totals["cpu"] += data["cpu"]  # a worker's CPU up to its last retriever call
     return {
         **row,
         "wall": wall,
@@ -153,21 +161,26 @@ def run_one(row: dict[str, Any]) -> dict[str, Any]:
 
 def _table(rows: list[dict[str, Any]]) -> str:
     head = (
-        f"{'chunks':>7} {'retriever':>10} {'mode':>13} {'wall s':>8} {'retr. s':>8} {'runner':>7} {'vs ideal':>8} "
+        f"{'chunks':>7} {'retriever':>10} {'mode':>13} {'wall s':>8} {'cpu s':>7} {'retr. s':>8} {'runner':>7} {'vs ideal':>8} {'vs sleep':>8} "
         f"{'calls':>7} {'calls/case':>10} {'caller MB':>9} {'worker MB':>9} {'MB/1k ch.':>9}"
     )
     lines = [head, "-" * len(head)]
     for r in rows:
         width = _width(r)
         share = 1 - r["inside"] / (r["wall"] * width) if r["wall"] else 0.0
-        ideal = r["inside"] / width if r["retriever"] == "bm25+50ms" else None
+        sleepy = r["retriever"] == "bm25+50ms"
+        ideal = r["inside"] / width if sleepy else None
         versus = f"{r['wall'] / ideal:8.2f}" if ideal else f"{'':>8}"
+        # The sleeps alone spread over the slots: what a retriever that costs this process no CPU would allow.
+        slept = r["calls"] * _SLEEP / width if sleepy else None
+        versus_sleep = f"{r['wall'] / slept:8.2f}" if slept else f"{'':>8}"
         peak = max(r["caller_kb"], r["worker_kb"]) / 1024
         options = _options(r["mode"], r["slots"], r["concurrency"])
         mode = "+".join(f"{k[:4]}{v}" for k, v in options.items() if k != "executor") or "serial"
         mode = f"ray:{mode}" if options.get("executor") == "ray" else mode
         lines.append(
-            f"{r['size']:>7} {r['retriever']:>10} {mode:>13} {r['wall']:8.1f} {r['inside']:8.1f} {100 * share:6.1f}% {versus} "
+            f"{r['size']:>7} {r['retriever']:>10} {mode:>13} {r['wall']:8.1f} {r.get('cpu', 0.0):7.1f} {r['inside']:8.1f} "
+            f"{100 * share:6.1f}% {versus} {versus_sleep} "
             f"{r['calls']:>7} {r['reported_calls'] / max(1, r['cases']):>10.0f} {r['caller_kb'] / 1024:9.0f} "
             f"{r['worker_kb'] / 1024:9.0f} {1000 * peak / r['size']:9.2f}"
         )

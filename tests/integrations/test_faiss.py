@@ -27,7 +27,7 @@ def test_flat_scores_are_inner_products_best_first() -> None:
 def test_filters_are_id_selectors_applied_by_faiss() -> None:
     corpus = tenant_corpus()
     for retriever in (faiss_flat_factory(corpus), faiss_hnsw_factory(corpus)):
-        assert describe_capabilities(retriever).filtered_by == "retriever"
+        assert describe_capabilities(retriever).filtered_by == "selector"  # ragmorph admits, FAISS searches
         hits = retriever.retrieve("leave", k=len(corpus), filters=Filters(tenant="globex", current_only=True))
         assert {h.id for h in hits} == {c.id for c in corpus if Filters(tenant="globex", current_only=True).allows(c)}
         assert retriever.retrieve("leave", k=3, filters=Filters(metadata={"lang": "xx"})) == ()
@@ -65,3 +65,29 @@ def test_hnsw_under_a_selective_selector_returns_fewer_than_k() -> None:
     assert all(len(flat.retrieve(q, k=10, filters=filters)) == 10 for q in queries)
     short = [len(hnsw.retrieve(q, k=10, filters=filters)) for q in queries]
     assert sum(n < 10 for n in short) >= 15, short
+
+
+def test_the_relations_judging_the_admitted_set_do_not_judge_faiss_the_restricted_search_ones_do() -> None:
+    """FAISS stores no metadata: which chunks a filter admits is ragmorph's `Filters.allows`, so those relations
+    say so; the search FAISS runs among the admitted ids (its ranking, its under-return) is still judged."""
+    from ragmorph.model import Case
+    from ragmorph.runner import check
+
+    corpus = tenant_corpus()
+    cases = [Case("leave", "parental leave", tenant="acme", evidence=[["hr-1#1"]]),
+             Case("password", "password reset", tenant="globex", evidence=[["it-1#1"]])]
+    report = check({"flat": faiss_flat_factory}, corpus, cases, strategies=["tenancy", "filters", "odd_query"],
+                   max_examples=6)
+    rows = {(r.case, r.relation): r for r in report.results}
+    for case in ("leave", "password"):
+        for name in ("tenancy.unauthorized_zero", "tenancy.no_cross_tenant", "filters.admitted_only",
+                     "odd_query.admitted_only"):
+            row = rows[(case, name)]
+            assert row.status == "not_applicable" and "FAISS" not in (row.reason or "")
+            assert (row.reason or "").startswith("the admitted set is computed by ragmorph"), row.reason
+        judged = rows[(case, "tenancy.filtered_equals_visible")]
+        assert judged.status == "pass" and judged.rate and judged.rate[1] > 0
+    post = check({"post": lambda c: FaissFlatRetriever(c, post_filter=True)}, corpus, cases[:1], strategies=["tenancy"],
+                 max_examples=4)
+    assert {r.reason for r in post.results if r.relation.startswith("tenancy.")} == {
+        "filtering is done by ragmorph, not by the retriever"}

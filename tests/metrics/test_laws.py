@@ -6,13 +6,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragmorph.metrics import GOLD_MEASURES, evaluate, evaluate_batch
+from ragmorph.metrics import GOLD_MEASURES, evaluate, evaluate_batch, parse_metric
 from ragmorph.model import Case, Ranking
 from support.backends import BACKENDS
 from support.metric_worlds import DOC_IDS, cases, ranked_lists, single_member_cases, trec_order
 
 KS = (1, 2, 3, 5, 8, 13, 21)
-GOLD_NAMES = [f"{measure}@{k}" for k in KS for measure in sorted(GOLD_MEASURES)]
+# Canonical names (`SpanR@1` is reported as `SpanR(cover=all)@1`), so values can be looked up by them.
+GOLD_NAMES = [str(parse_metric(f"{measure}@{k}")) for k in KS for measure in sorted(GOLD_MEASURES)]
 BATCH_NAMES = [f"{measure}@{k}" for k in KS for measure in ("P", "P_ret", "R", "CP", "AP", "RR", "nDCG", "Hit", "F1")]
 
 laws = settings(max_examples=100, deadline=None)

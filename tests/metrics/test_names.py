@@ -88,7 +88,7 @@ def test_standard_metrics_cover_every_k() -> None:
 
 def test_registry_documents_every_measure_and_micro_rule() -> None:
     expected = {"P", "P_ret", "R", "GroupR", "CP", "AP", "RR", "nDCG", "Hit", "F1", "Unauthorized", "Stale",
-                "Superseded", "Dup", "Relevance", "ClaimR", "EmptyOK"}
+                "Superseded", "Dup", "Relevance", "ClaimR", "SpanR", "EmptyOK"}
     assert set(MEASURES) == expected
     for name, info in MEASURES.items():
         assert info.name == name

@@ -285,3 +285,20 @@ ragmorph_suite = suite(retrievers={"leaky": leaky}, corpus=WORLD.corpus, cases=W
     text = "\n".join(result.outlines + result.errlines)
     assert "retriever errors prevented a verdict" in text
     assert "sk-live-7f3a9c1e5b" not in text
+
+
+def test_a_pipeline_failure_names_the_stage_that_lost_the_evidence(pytester: pytest.Pytester) -> None:
+    # tests/ is on sys.path (pyproject's pythonpath), so the inner run reuses the quality test's pipeline and world.
+    pytester.makepyfile(
+        test_pipeline="""
+from quality.test_stage_attribution import CASE, CORPUS, EvenSharePacker, pipeline
+from ragmorph.pytest_plugin import suite
+
+ragmorph_suite = suite(retrievers={"even-share": pipeline(EvenSharePacker(token_budget=60))}, corpus=CORPUS,
+                       cases=[CASE], strategies=("cutoff",))
+"""
+    )
+    result = pytester.runpytest_inprocess(*FAST)
+    text = result.stdout.str()
+    assert _outcomes(result).get("failed") == 1, text
+    assert "stage         evidence present after Reranker, lost in EvenSharePacker: 'hr-12#3' truncated at 30" in text

@@ -163,6 +163,30 @@ def test_the_header_prints_the_settings_each_suite_runs_with(pytester: pytest.Py
     assert result.stdout.str().count(f"max_examples=5 derandomize={DERANDOMIZE} ks=1,5 for ") == 2
 
 
+def test_the_config_files_seed_is_the_seed_its_suite_runs_with(pytester: pytest.Pytester) -> None:
+    tests = _project(pytester, CONFIG.replace("max_examples = 3", "max_examples = 3\nseed = 7"))
+    junit = pytester.path / "junit.xml"
+    result = pytester.runpytest_inprocess(str(tests), f"--junitxml={junit}", "-p", "no:cacheprovider")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines([
+        f"ragmorph: seed=7 max_examples=3 derandomize={DERANDOMIZE} ks=1,3 for tests/test_config.py::ragmorph_suite"
+        " (its own seed; repeat with --hypothesis-seed=7)"
+    ])
+    assert {p.get("value") for p in _properties(junit) if p.get("name") == "ragmorph_seed"} == {"7"}
+    # The command line beats the file.
+    result = pytester.runpytest_inprocess(str(tests), "--hypothesis-seed=3", f"--junitxml={junit}", "-p", "no:cacheprovider")
+    assert result.ret == 0, result.stdout.str()
+    assert {p.get("value") for p in _properties(junit) if p.get("name") == "ragmorph_seed"} == {"3"}
+
+
+def test_a_suites_seed_must_be_an_integer() -> None:
+    from ragmorph.errors import UsageError
+    from ragmorph.pytest_plugin import suite
+
+    with pytest.raises(UsageError, match="expected seed= as an integer"):
+        suite(lambda q, k, filters=None: [], corpus=[], cases=[], seed="7")
+
+
 def _properties(path: Path) -> list:
     """Every <property> of a JUnit file."""
     import xml.etree.ElementTree as ET

@@ -171,3 +171,60 @@ def test_relations_judging_filtering_are_not_applicable_where_ragmorph_filters()
     assert {r.reason for r in rows} == {"filtering is done by ragmorph, not by the retriever"}
     others = [r for r in report.results if r.relation not in judging]
     assert others and all(r.reason != "filtering is done by ragmorph, not by the retriever" for r in others)
+
+
+class _SelectorBM25(BM25Retriever):
+    """A correct BM25 declaring that ragmorph computes the admitted ids and it searches among them (as FAISS)."""
+
+    ragmorph_filtered_by = "selector"
+
+
+def test_where_ragmorph_computes_the_admitted_set_only_the_relations_judging_it_are_not_applicable() -> None:
+    from ragmorph.adapters import Capabilities
+    from ragmorph.strategies import CATALOG
+
+    reason = Capabilities(False, False, False, False, filtered_by="selector").admission_not_judged
+    assert reason is not None and reason.startswith("the admitted set is computed by ragmorph")
+    admission = {r.name for r in CATALOG if r.judges_admission}
+    search = {r.name for r in CATALOG if r.judges_filtering and not r.judges_admission}
+    assert {"tenancy.unauthorized_zero", "filters.admitted_only"} <= admission
+    assert search == {"tenancy.filtered_equals_visible", "filters.filtered_equals_admitted"}
+    report = check({"selector": _SelectorBM25}, CORPUS, CASES[:1], strategies=["tenancy", "filters"], max_examples=8)
+    rows = [r for r in report.results if r.relation in admission]
+    assert rows and {(r.status, r.reason) for r in rows} == {("not_applicable", reason)}
+    judged = [r for r in report.results if r.relation in search]
+    assert judged and {r.status for r in judged} == {"pass"} and all(r.rate and r.rate[1] > 0 for r in judged)
+
+
+class _DeclaresWhenBuilt(BM25Retriever):
+    """Declares who filters on the instance only, as an adapter built with `post_filter=True` does."""
+
+    def __init__(self, corpus, **options):
+        super().__init__(corpus, **options)
+        self.ragmorph_filtered_by = "ragmorph"
+
+
+def test_a_declaration_made_by_the_built_retriever_counts_in_every_family_even_when_calls_are_cached() -> None:
+    factory = lambda corpus: _DeclaresWhenBuilt(corpus)  # noqa: E731 - nothing to read before it is built
+    report = check({"built": factory}, CORPUS, CASES[:1], strategies=["tenancy", "filters", "odd_query"], max_examples=5)
+    from ragmorph.strategies import CATALOG
+
+    judging = {r.name for r in CATALOG if r.judges_filtering}
+    rows = [r for r in report.results if r.relation in judging]
+    assert {r.strategy for r in rows} == {"tenancy", "filters", "odd_query"}
+    assert {(r.status, r.reason) for r in rows} == {("not_applicable", "filtering is done by ragmorph, not by the retriever")}
+
+
+def test_where_ragmorph_computes_the_admitted_set_a_wrong_restricted_search_still_fails() -> None:
+    from ragmorph.worlds import demo_world
+    from support.zoo import TenantFilterAfterTruncation
+
+    class SelectorAfterTruncation(TenantFilterAfterTruncation):
+        """Declares the selector split, but its restricted search keeps only the admitted hits of the top k."""
+
+        ragmorph_filtered_by = "selector"
+
+    world = demo_world()
+    report = check({"selector": SelectorAfterTruncation}, world.corpus, world.cases, strategies=["tenancy"])
+    failed = {r.relation for r in report.results if r.status == "fail"}
+    assert failed == {"tenancy.filtered_equals_visible"}, failed

@@ -202,11 +202,12 @@ def case_for(
     max_groups: int = 3,
     max_group_size: int = 3,
 ) -> Case:
-    """One valid case over ``corpus``: tenant, evidence groups of visible chunks (possibly none), claims, tags.
+    """One valid case over ``corpus``: tenant, evidence groups of visible chunks (possibly none), supporting
+    spans of some cited chunks, claims, tags.
 
     The query is either drawn text or words taken from a gold chunk (so lexical retrievers can find it). A case
     whose tenant sees no chunk, or whose drawn group list is empty, is unanswerable. Shrinks toward no tenant,
-    a single one-member group and no claims or tags.
+    a single one-member group, no spans and no claims or tags.
     """
     tenant = draw(_optional_tenants(tuple(tenants)))
     visible = [chunk.id for chunk in corpus if chunk.visible_to(tenant)]
@@ -229,11 +230,18 @@ def case_for(
     else:
         query = draw(texts())
         answerable = draw(_ANSWERABLE_WITHOUT_EVIDENCE)
+    # Some cited chunks carry a supporting span of their text (one span per chunk and case); shrinks to none.
+    spanned = sorted({m for group in groups for m in group if corpus[m].text})
+    spans: dict[str, tuple[int, int]] = {}
+    for member in draw(st.lists(st.sampled_from(spanned), unique=True, max_size=2)) if spanned else ():
+        length = len(corpus[member].text)
+        start = draw(st.integers(0, length - 1))
+        spans[member] = (start, draw(st.integers(start + 1, length)))
     return Case(
         id=draw(case_id if case_id is not None else _CASE_IDS),
         query=query,
         tenant=tenant,
-        evidence=groups,
+        evidence=[[{"chunk": m, "span": list(spans[m])} if m in spans else m for m in group] for group in groups],
         claims=draw(_CLAIMS),
         answerable=answerable,
         tags=draw(_TAG_LISTS),

@@ -23,14 +23,21 @@ __all__ = [
 ]
 
 PerturbationKind = Literal["corpus", "filters", "params", "query", "repeat"]
-FilteredBy = Literal["retriever", "ragmorph"]
+FilteredBy = Literal["retriever", "ragmorph", "selector"]
 
-# Who applies the call's filters: the library itself (its metadata filters, WHERE clause...) or ragmorph,
-# post-filtering because the user asked for it or because the library cannot filter. Declared by an adapter
-# with a `ragmorph_filtered_by` attribute; relations that judge filtering do not apply to ragmorph's own filter.
+# Who applies the call's filters: the library itself (its metadata filters, WHERE clause...), ragmorph
+# post-filtering because the user asked for it or because the library cannot filter, or both halves split: a
+# library that stores no metadata (FAISS) searches only among ids that ragmorph computed from the chunk fields
+# (an id selector). Declared by an adapter with a `ragmorph_filtered_by` attribute; relations that judge
+# filtering do not apply to ragmorph's own filter, and relations that judge which chunks a filter admits do not
+# apply to ragmorph's own admitted set.
 FILTERED_BY: dict[str, str] = {
     "retriever": "the retriever applies the filters itself (the library's own filter mechanism)",
     "ragmorph": "ragmorph post-filters the retriever's hits (requested by the user, or the library cannot filter)",
+    "selector": (
+        "ragmorph computes the admitted ids from the chunk fields (the library stores no metadata) and the library "
+        "searches only among them (an id selector)"
+    ),
 }
 
 # What each kind of perturbation changes; strategies name the kind they need.
@@ -107,7 +114,9 @@ class Capabilities:
     """What the runner may do with a retriever; `why_not(kind)` explains an inapplicable perturbation kind.
 
     `filtered_by` says who applies the call's filters (see `FILTERED_BY`); when it is ``"ragmorph"``,
-    `filtering_not_judged` is the reason relations that judge filtering report instead of a verdict.
+    `filtering_not_judged` is the reason relations that judge filtering report instead of a verdict; when it is
+    ``"selector"``, `admission_not_judged` is the reason the relations judging which chunks a filter admits report
+    (the relations judging the restricted search, its under-return and ranking, still judge the library).
     """
 
     has_factory: bool
@@ -150,6 +159,16 @@ class Capabilities:
         if self.filtered_by == "ragmorph":
             return "filtering is done by ragmorph, not by the retriever"
         return None
+
+    @property
+    def admission_not_judged(self) -> str | None:
+        """None when the retriever decides which chunks a filter admits, else why relations judging that do not apply."""
+        if self.filtered_by == "selector":
+            return (
+                "the admitted set is computed by ragmorph: the library stores no metadata, so ragmorph passes it the "
+                "admitted ids (an id selector) and only the search among them is the library's"
+            )
+        return self.filtering_not_judged
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form, with the manifest `kind`."""

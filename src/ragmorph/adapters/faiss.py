@@ -6,8 +6,11 @@ Needs the extra ``ragmorph[faiss]`` (faiss-cpu). FAISS is imported only when a r
   tokens). FAISS pads a result shorter than k with the label -1; those slots are not hits.
 - Filters: FAISS stores no metadata. An application keeps the metadata beside the index and restricts the
   search to the allowed ids with an ``IDSelectorBatch`` in the search parameters; this adapter does the same,
-  computing the allowed ids from the chunk fields. FAISS applies the selector inside its search (for HNSW
-  while walking the graph), so what the index returns under a selective filter is FAISS's own behaviour.
+  computing the allowed ids from the chunk fields with ragmorph's `Filters.allows`. FAISS applies the selector
+  inside its search (for HNSW while walking the graph), so what the index returns under a selective filter is
+  FAISS's own behaviour, but which chunks a filter admits is ragmorph's code: the adapter declares
+  ``ragmorph_filtered_by = "selector"``, the relations judging the admitted set report not_applicable and those
+  judging the restricted search (its under-return, the ranking among admitted chunks) judge FAISS.
   ``post_filter=True`` lets ragmorph filter unrestricted results instead (declared: filter relations then do
   not apply).
 - `FaissFlatRetriever` searches exhaustively and applies deltas (``add_with_ids`` / ``remove_ids`` on an
@@ -45,9 +48,14 @@ def _import_faiss() -> Any:
 class _FaissRetriever(StoreRetriever):
     """The search both FAISS indexes share: labels for chunk ids, an IDSelector for filters."""
 
+    # ragmorph computes the admitted ids (FAISS has no metadata); FAISS searches among them.
+    ragmorph_filtered_by = "selector"
+
     def __init__(self, corpus: Corpus, *, embedder: Embedder | None, post_filter: bool) -> None:
         self._faiss = _import_faiss()
         super().__init__(corpus, post_filter=post_filter)
+        if self.ragmorph_filtered_by == "retriever":
+            self.ragmorph_filtered_by = "selector"
         self.embedder = check_embedder(embedder)
         self._labels: dict[str, int] = {}
         self._ids: dict[int, str] = {}

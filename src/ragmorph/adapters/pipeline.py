@@ -246,8 +246,30 @@ class Dedup(_Stage):
         return first
 
 
+def _word_ends(text: str) -> list[int]:
+    """Character offsets just past each whitespace-separated word of `text`: where a cut leaves no half word."""
+    ends, inside = [], False
+    for position, character in enumerate(text):
+        if character.isspace():
+            if inside:
+                ends.append(position)
+            inside = False
+        else:
+            inside = True
+    if inside:
+        ends.append(len(text))
+    return ends
+
+
 class ContextPacker(_Stage):
-    """Keeps the longest prefix of the inner top k whose texts fit `token_budget` (a prefix: no skipping ahead)."""
+    """Packs the inner top k, best first, into `token_budget` tokens: the final context a generator would see.
+
+    Hits that fit are kept whole; the first hit that overflows is truncated to the words that still fit (its
+    `Hit.text` becomes the packed text and `Hit.kept` the character range `[0, end)` of the text it kept), and
+    packing stops there. A hit of which not even one word fits is dropped. `truncate=False` keeps the longest
+    prefix of whole hits instead (the overflowing hit is dropped, nothing is cut). Offsets in `kept` refer to
+    the text packed: the hit's own text when the inner retriever returned one, else the chunk's text.
+    """
 
     def __init__(
         self,
@@ -255,24 +277,46 @@ class ContextPacker(_Stage):
         token_budget: int | None = None,
         *,
         count_tokens: Callable[[str], int] = whitespace_tokens,
+        truncate: bool = True,
         corpus: Corpus | None = None,
     ) -> None:
         super().__init__(inner, corpus=corpus)
         if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 0:
             raise UsageError(f"expected a token_budget >= 0, got token_budget={describe(token_budget)}")
+        if not isinstance(truncate, bool):
+            raise UsageError(f"expected truncate=True or False, got truncate={describe(truncate)}")
         self.token_budget = token_budget
         self.count_tokens = count_tokens
+        self.truncate = truncate
 
     def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
-        """The inner top k cut before the first hit that would overflow the budget."""
+        """The inner top k packed into the budget: whole hits, then the overflowing one cut (or dropped)."""
         packed: list[Hit] = []
-        used = 0
+        left = self.token_budget
         for hit in self._inner_call(query, k, filters):
-            used += self.count_tokens(self._text(hit))
-            if used > self.token_budget:
-                break
-            packed.append(hit)
+            text = self._text(hit)
+            tokens = self.count_tokens(text)
+            if tokens <= left:
+                packed.append(hit)
+                left -= tokens
+                continue
+            cut = self._cut(text, left) if self.truncate else 0
+            if cut:
+                packed.append(Hit(hit.id, hit.score, text[:cut], kept=(0, cut)))
+            break
         return packed
+
+    def _cut(self, text: str, tokens: int) -> int:
+        """The longest prefix of `text`, ending at a word end, that counts at most `tokens` (0: not one word)."""
+        ends = _word_ends(text)
+        low, high = 0, len(ends)  # ends[:low] fit; ends[high:] do not
+        while low < high:
+            middle = (low + high) // 2
+            if self.count_tokens(text[: ends[middle]]) <= tokens:
+                low = middle + 1
+            else:
+                high = middle
+        return ends[low - 1] if low else 0
 
 
 class Pipeline:

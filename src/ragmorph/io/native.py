@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from ..errors import InputError, describe
-from ..model import Case, Chunk, Corpus
+from ..model import Case, Chunk, Corpus, check_evidence
 from ._lines import FirstSeen, atomic_write_text, check_fields, dumps_line, iter_json_objects
 
 __all__ = [
@@ -60,9 +60,10 @@ def case_from_dict(record: Mapping[str, Any], *, file: str | None = None, line: 
         check_fields(record, required=("id", "query"), allowed=CASE_FIELDS)
         _require_json_type(record, "evidence", (list,), "a list of evidence groups (lists of chunk ids)")
         for number, group in enumerate(record.get("evidence") or ()):
-            if not isinstance(group, (list, str)):
+            if not isinstance(group, (list, str, dict)):
                 raise InputError(
-                    f"expected evidence group {number} to be a list of chunk ids, got {describe(group)}",
+                    f"expected evidence group {number} to be a list of chunk ids (or of "
+                    f'{{"chunk": id, "span": [start, end]}} entries), got {describe(group)}',
                     field=f"evidence[{number}]",
                     value=group,
                 )
@@ -115,30 +116,18 @@ def read_corpus(path: PathLike) -> Corpus:
 def read_cases(path: PathLike, corpus: Corpus | None = None) -> tuple[Case, ...]:
     """Read ``cases.jsonl``: one case object per line, blank lines skipped; ids must be unique.
 
-    With `corpus`, every evidence id must name a chunk of it; the error names the case, the id and the line.
+    An evidence entry is a chunk id or `{"chunk": id, "span": [start, end]}` (character offsets into the chunk's
+    text, half-open). With `corpus`, every evidence id must name a chunk of it and every span must lie inside
+    that chunk's text; the error names the case, the id, the line and the field.
     """
 
     def parse(record: dict[str, Any], file: str, line: int) -> Case:
         case = case_from_dict(record, file=file, line=line)
         if corpus is not None:
-            _check_evidence(case, corpus, file=file, line=line)
+            check_evidence(case, corpus, file=file, line=line)
         return case
 
     return tuple(_read_unique(path, "case", parse))
-
-
-def _check_evidence(case: Case, corpus: Corpus, *, file: str, line: int) -> None:
-    for number, group in enumerate(case.evidence):
-        for member in group:
-            if member not in corpus:
-                raise InputError(
-                    f"case {case.id!r} cites chunk id {member!r}, which is not in the corpus"
-                    " (check the id's spelling or add the chunk to corpus.jsonl)",
-                    file=file,
-                    line=line,
-                    field=f"evidence[{number}]",
-                    value=member,
-                )
 
 
 def write_corpus(corpus: Corpus | Iterable[Chunk], path: PathLike) -> None:

@@ -40,6 +40,10 @@ class MeasureInfo:
     needs_k: bool = True
     needs_judge: bool = False
     needs_support: bool = False
+    # The measure's one `Measure(parameter=value)@k` parameter, its allowed values (empty: any name) and default.
+    parameter: str | None = None
+    choices: tuple[str, ...] = ()
+    default: str | None = None
     batch: bool = False
     micro: str | None = None
     summary: str = ""
@@ -181,8 +185,25 @@ _INFOS: tuple[MeasureInfo, ...] = (
         "`judge=ragas` need evaluate(..., support=) with ragmorph.judges.EmbeddingSupport / RagasSupport. Text "
         "comes from the hit, else from the corpus.",
         needs_support=True,
+        parameter="judge",
+        default="tokens",
         micro="sum of supported claims / sum of claims",
         summary="claim recall: share of the case's claims the top-k texts support",
+    ),
+    MeasureInfo(
+        "SpanR",
+        "distinct gold ids in the top k whose supporting span survived in the final context / distinct gold ids",
+        "Final-context recall. A gold id counts when its first hit in the top k keeps its span: `cover=all` (the "
+        "default, `SpanR@5` means `SpanR(cover=all)@5`) needs the whole span inside the hit's kept character "
+        "range, `cover=any` one character of it. A hit with no kept range (nothing packed it) keeps its whole "
+        "text, and a gold id cited without a span counts whenever it is returned, so without spans or without "
+        "packing SpanR@k equals R@k. The range is Hit.kept, which ContextPacker sets on what it truncates. "
+        f"{_DUPS} {_NO_GOLD}",
+        parameter="cover",
+        choices=("all", "any"),
+        default="all",
+        micro="sum of gold ids whose span survived in the top k / sum of gold ids",
+        summary="span-aware final-context recall: a chunk counts only when its supporting span survived packing",
     ),
     MeasureInfo(
         "EmptyOK",
@@ -197,7 +218,9 @@ _INFOS: tuple[MeasureInfo, ...] = (
 MEASURES: FrozenMap = FrozenMap((info.name, info) for info in _INFOS)
 """Registry: measure name -> MeasureInfo, in documentation order."""
 
-GOLD_MEASURES: frozenset[str] = frozenset({"P", "P_ret", "R", "GroupR", "CP", "AP", "RR", "nDCG", "Hit", "F1"})
+GOLD_MEASURES: frozenset[str] = frozenset(
+    {"P", "P_ret", "R", "GroupR", "CP", "AP", "RR", "nDCG", "Hit", "F1", "SpanR"}
+)
 """Measures defined only for cases with gold ids (policy no_gold)."""
 
 GOVERNANCE_MEASURES: frozenset[str] = frozenset({"Unauthorized", "Stale", "Superseded", "Dup"})
@@ -207,7 +230,7 @@ POLICIES: FrozenMap = FrozenMap(
     {
         "fewer_than_k": "P@k divides by k even when fewer than k hits came back (trec_eval); P_ret@k divides by "
         "what came back.",
-        "no_gold": "Gold-based measures (P, P_ret, R, GroupR, CP, AP, RR, nDCG, Hit, F1) are None for a case "
+        "no_gold": "Gold-based measures (P, P_ret, R, GroupR, CP, AP, RR, nDCG, Hit, F1, SpanR) are None for a case "
         "with no gold ids or with answerable=false: never a fake 0 or 1. Such cases are scored by EmptyOK.",
         "duplicates": "A repeated id keeps its first rank; later repeats occupy their slot (they push later hits "
         "down and count in P_ret's denominator) but are never relevant again, so duplicates never add hits. "
@@ -224,16 +247,17 @@ POLICIES: FrozenMap = FrozenMap(
 """Named edge-case policies, referenced from MeasureInfo.edge_cases and tested one by one."""
 
 _CANONICAL = {name.lower(): name for name in MEASURES}
-# ir_measures' parameter syntax, `Measure(param=value)@k`; the one parameter ragmorph knows is a support judge.
+# ir_measures' parameter syntax, `Measure(param=value)@k`; each measure names its one parameter (MeasureInfo).
 _SYNTAX = re.compile(
-    r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\(\s*judge\s*=\s*([A-Za-z_][A-Za-z0-9_-]*)\s*\))?\s*(?:@\s*(\S+))?\s*$"
+    r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\(\s*([A-Za-z_]+)\s*=\s*([A-Za-z_][A-Za-z0-9_-]*)\s*\))?\s*(?:@\s*(\S+))?\s*$"
 )
 DEFAULT_SUPPORT_METHOD = "tokens"
+_PARAMETERS = frozenset(info.parameter for info in _INFOS if info.parameter is not None)
 
 
 def _valid_names() -> str:
     return ", ".join(f"{name}@k" if info.needs_k else name for name, info in MEASURES.items()) + (
-        ", ClaimR(judge=METHOD)@k"
+        ", ClaimR(judge=METHOD)@k, SpanR(cover=all|any)@k"
     )
 
 
@@ -259,6 +283,21 @@ def _default_judge(instance: Metric) -> str | None:
     return DEFAULT_SUPPORT_METHOD if info is not None and info.needs_support else None
 
 
+def _default_cover(instance: Metric) -> str | None:
+    info = MEASURES.get(instance.measure)
+    return info.default if info is not None and info.parameter == "cover" else None
+
+
+def _check_cover(instance: Metric, attribute: attrs.Attribute, value: object) -> None:
+    info = MEASURES[instance.measure]
+    if info.parameter != "cover":
+        if value is not None:
+            raise UsageError(f"expected no cover for {info.name} (only SpanR takes one), got cover={describe(value)}")
+        return
+    if value not in info.choices:
+        raise UsageError(f"expected cover to be one of {list(info.choices)} for {info.name}, got cover={describe(value)}")
+
+
 def _check_judge(instance: Metric, attribute: attrs.Attribute, value: object) -> None:
     info = MEASURES[instance.measure]
     if not info.needs_support:
@@ -273,7 +312,8 @@ def _check_judge(instance: Metric, attribute: attrs.Attribute, value: object) ->
 class Metric:
     """One measure at one cutoff, e.g. `Metric("nDCG", 10)`; `str(metric)` is its canonical name `nDCG@10`.
 
-    Claim measures also name their support judge: `Metric("ClaimR", 5)` is `ClaimR(judge=tokens)@5`.
+    Claim measures also name their support judge: `Metric("ClaimR", 5)` is `ClaimR(judge=tokens)@5`; span recall
+    names how much of a span must survive: `Metric("SpanR", 5)` is `SpanR(cover=all)@5`.
     """
 
     measure: str = attrs.field(validator=_check_measure)
@@ -281,9 +321,16 @@ class Metric:
     judge: str | None = attrs.field(
         default=attrs.Factory(_default_judge, takes_self=True), validator=_check_judge, kw_only=True
     )
+    cover: str | None = attrs.field(
+        default=attrs.Factory(_default_cover, takes_self=True), validator=_check_cover, kw_only=True
+    )
 
     def __str__(self) -> str:
-        head = self.measure if self.judge is None else f"{self.measure}(judge={self.judge})"
+        head = self.measure
+        if self.judge is not None:
+            head = f"{self.measure}(judge={self.judge})"
+        elif self.cover is not None:
+            head = f"{self.measure}(cover={self.cover})"
         return head if self.k is None else f"{head}@{self.k}"
 
     @property
@@ -311,13 +358,21 @@ def _parse_text(text: str) -> Metric:
     measure = _CANONICAL.get(match.group(1).lower()) if match else None
     if match is None or measure is None:
         raise UsageError(f"expected a metric such as 'P@5' or 'EmptyOK' (valid: {_valid_names()}), got {text!r}")
-    judge = {} if match.group(2) is None else {"judge": match.group(2).lower()}
-    cutoff = match.group(3)
+    option: dict[str, str] = {}
+    if match.group(2) is not None:
+        parameter = match.group(2).lower()
+        if parameter not in _PARAMETERS:
+            raise UsageError(
+                f"expected a parameter among {sorted(_PARAMETERS)} (e.g. 'ClaimR(judge=tokens)@5'), got {text!r}"
+            )
+        # The Metric validators say which measure takes which parameter.
+        option = {parameter: match.group(3).lower()}
+    cutoff = match.group(4)
     if cutoff is None:
-        return Metric(measure, **judge)
+        return Metric(measure, **option)
     if not cutoff.isdigit() or int(cutoff) <= 0:
         raise UsageError(f"expected a positive integer cutoff after '@' in {text!r}, e.g. '{measure}@10'")
-    return Metric(measure, int(cutoff), **judge)
+    return Metric(measure, int(cutoff), **option)
 
 
 def parse_metrics(metrics: Iterable[Metric | str] | str) -> tuple[Metric, ...]:
@@ -329,14 +384,18 @@ def parse_metrics(metrics: Iterable[Metric | str] | str) -> tuple[Metric, ...]:
     return tuple(seen)
 
 
-def standard_metrics(ks: Iterable[int], *, governance: bool = True, claims: bool = False) -> tuple[Metric, ...]:
+def standard_metrics(
+    ks: Iterable[int], *, governance: bool = True, claims: bool = False, spans: bool = False
+) -> tuple[Metric, ...]:
     """The metrics a report shows at every cutoff in `ks`: P, R, GroupR, CP, AP, RR, nDCG, Hit, F1 (+ governance,
-    + ClaimR with the default token judge when `claims`)."""
+    + ClaimR with the default token judge when `claims`, + SpanR(cover=all) when `spans`)."""
     measures = ["P", "R", "GroupR", "CP", "AP", "RR", "nDCG", "Hit", "F1"]
     if governance:
         measures += ["Unauthorized", "Stale", "Superseded", "Dup"]
     if claims:
         measures.append("ClaimR")
+    if spans:
+        measures.append("SpanR")
     return tuple(Metric(measure, k) for k in ks for measure in measures) + (Metric("EmptyOK"),)
 
 

@@ -155,6 +155,8 @@ def evaluate(
             continue
         if metric.info.needs_support:
             value, part = _claim_recall(ranked, case, metric, corpus, supporters)
+        elif measure == "SpanR":
+            value, part = _span_recall(ranked, case, metric)
         else:
             value, part = _MEASURE_FUNCTIONS[measure](ranked, case, k, corpus, judge, judged)
         values[name] = value
@@ -190,6 +192,18 @@ def _precision_returned(ranked: _Ranked, case: Case, k: int, *_: Any) -> _Result
 
 def _recall(ranked: _Ranked, case: Case, k: int, *_: Any) -> _Result:
     found = _relevant_in(ranked, k)
+    total = len(case.gold_ids)
+    return found / total, (found, total)
+
+
+def _span_recall(ranked: _Ranked, case: Case, metric: Metric) -> _Result:
+    # Judged at the first occurrence of each gold id (policy duplicates), on the range the hit kept.
+    whole = metric.cover == "all"
+    found = sum(
+        1
+        for hit, relevant in zip(ranked.hits[: metric.k], ranked.relevant)
+        if relevant and hit.keeps(case.spans.get(hit.id), whole=whole)
+    )
     total = len(case.gold_ids)
     return found / total, (found, total)
 

@@ -334,6 +334,7 @@ def _violation(number: int, retriever: str, violation: Mapping[str, Any], *, ope
         ("query", _e(violation.get("query"))),
         ("perturbation", f"<code>{_e(perturbation.get('repr') or perturbation.get('type'))}</code>"),
         ("why", _e(violation.get("detail"))),
+        *([("stage", _e((violation.get("stages") or {}).get("detail")))] if violation.get("stages") else []),
         ("params", f"base {_e(describe_filters(base.get('params')))} → follow-up {_e(describe_filters(follow.get('params')))}"),
         ("no longer returned", _e(", ".join(map(str, gone))) if gone else '<span class="muted">none</span>'),
         ("minimal corpus", f"{_e(plural(len(minimal), 'chunk'))}: " + ", ".join(f"<code>{_e(c.get('id'))}</code>" for c in minimal)),

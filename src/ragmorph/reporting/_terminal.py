@@ -164,6 +164,7 @@ def render_violation(
         f"  query         {_clean(violation.get('query'))}",
         f"  perturbation  {_clean(perturbation.get('repr') or perturbation.get('type'))}",
         f"  why           {_clean(violation.get('detail'))}",
+        *([f"  stage         {_clean((violation.get('stages') or {}).get('detail'))}"] if violation.get("stages") else []),
         f"  params        base {describe_filters(base.get('params'))}  ->  follow-up {describe_filters(follow.get('params'))}",
         "",
     ]

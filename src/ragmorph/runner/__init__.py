@@ -20,7 +20,7 @@ from ._backends import backend_for as _backend_for
 from ._backends import batches as _batches
 from ._replay import REPLAY_SCHEMA, ReplayOutcome, replay
 from ._report import REPORT_SCHEMA, CheckReport, ViolationsFound
-from ._executor import CallCache, Executor, Probe, observation
+from ._executor import CallCache, CallPool, Executor, Probe, observation
 from ._search import search
 from ._spec import RetrieverSpec
 from ._stages import StageAttribution, attribute_stages
@@ -33,6 +33,7 @@ __all__ = [
     "REPORT_SCHEMA",
     "EXECUTORS",
     "CallCache",
+    "CallPool",
     "CheckReport",
     "Executor",
     "MetricViolation",
@@ -165,8 +166,9 @@ def check(
     stops after the first unit with a hard violation; the report then holds the units up to it.
 
     `jobs` > 1 runs the units in that many local processes; `executor` is one of EXECUTORS ("serial",
-    "processes", "ray"; `address` names an existing Ray cluster). `concurrency` runs that many units' batches at
-    once in threads of each process, for retrievers that mostly wait (services). Every combination gives the
+    "processes", "ray"; `address` names an existing Ray cluster). `concurrency` is the calls in flight at once per
+    process, in threads (batches, and the calls of a plan on instances of their own), for retrievers that mostly
+    wait (services). Every combination gives the
     report a serial run gives for the same seed, fail-fast included.
     """
     cases = tuple(cases)

@@ -28,9 +28,9 @@ import attrs
 from ..errors import UsageError, describe
 from ._determinism import without_local_constants
 from ._engine import Result, Unit, execute
-from ._executor import CallCache
+from ._executor import CallCache, CallPool
 
-__all__ = ["EXECUTORS", "Backend", "Batch", "ProcessBackend", "RayBackend", "SerialBackend", "backend_for", "batches", "run_here", "file_modules", "load_file_modules", "rebuild", "run_batch"]
+__all__ = ["EXECUTORS", "Backend", "Batch", "ProcessBackend", "RayBackend", "SerialBackend", "backend_for", "batches", "call_pool", "run_here", "file_modules", "load_file_modules", "rebuild", "run_batch"]
 
 Batch = tuple[Unit, ...]
 # What an executor yields per finished batch: its index in the run and each unit's results, in batch order.
@@ -50,12 +50,13 @@ def batches(units: Sequence[Unit]) -> tuple[Batch, ...]:
     return tuple(tuple(group) for group in grouped)
 
 
-def run_batch(batch: Batch, fail_fast: bool = False) -> tuple[tuple[Result, ...], ...]:
+def run_batch(batch: Batch, fail_fast: bool = False, pool: CallPool | None = None) -> tuple[tuple[Result, ...], ...]:
     """Execute the units of one batch in order over one fresh call cache (what every backend does per batch).
 
     With `fail_fast` the batch stops after the first unit with a hard violation, as a serial run stops there.
+    `pool` (the process's, with --concurrency) makes the independent calls of each plan at once.
     """
-    cache = CallCache()
+    cache = CallCache(pool)
     done: list[tuple[Result, ...]] = []
     with without_local_constants():
         for unit in batch:
@@ -75,11 +76,18 @@ class Backend(Protocol):
         ...
 
 
+def call_pool(concurrency: int) -> CallPool | None:
+    """The process's call pool for `--concurrency N` (None for 1: every call in its batch's thread)."""
+    return CallPool(concurrency) if concurrency > 1 else None
+
+
 def run_here(work: Sequence[tuple[int, Batch]], *, concurrency: int = 1, fail_fast: bool = False) -> Iterator[Finished]:
     """Execute numbered batches in this process, `concurrency` at a time in threads; yields each as it finishes.
 
-    Threads suit retrievers that wait (a service, a database): N batches keep N calls in flight. Batches share
-    nothing but the process, so the results are those of running them one by one.
+    Threads suit retrievers that wait (a service, a database): N batches keep N calls in flight, and one pool of
+    N call slots lets the independent calls of a plan overlap too (when fewer than N batches are left, the
+    spare slots go to them). Batches share nothing but the process, so the results are those of running them
+    one by one.
     """
     if concurrency <= 1:
         for number, batch in work:
@@ -89,13 +97,17 @@ def run_here(work: Sequence[tuple[int, Batch]], *, concurrency: int = 1, fail_fa
 
     upcoming = iter(work)
     # Entered once around every thread: each batch's own entry then only nests.
-    with without_local_constants(), ThreadPoolExecutor(concurrency, thread_name_prefix="ragmorph-batch") as pool:
+    with (
+        without_local_constants(),
+        CallPool(concurrency) as pool,
+        ThreadPoolExecutor(concurrency, thread_name_prefix="ragmorph-batch") as threads,
+    ):
         running: dict[Any, int] = {}
 
         def top_up() -> None:
             # Batches are started in plan order and only as slots free up, so a fail-fast stop wastes little.
             for number, batch in upcoming:
-                running[pool.submit(run_batch, batch, fail_fast)] = number
+                running[threads.submit(run_batch, batch, fail_fast, pool)] = number
                 if len(running) >= concurrency:
                     return
 
@@ -259,14 +271,15 @@ class ProcessBackend:
 
 
 class _RayWorker:
-    """A Ray actor holding the run's corpora; executes one shipped batch per call."""
+    """A Ray actor holding the run's corpora and its call pool; executes one shipped batch per call."""
 
-    def __init__(self, corpora: Any) -> None:
+    def __init__(self, corpora: Any, concurrency: int = 1) -> None:
         self.corpora = corpora
+        self.pool = call_pool(concurrency)
 
     def run(self, shipped: tuple[tuple[int, dict[str, Any]], ...], fail_fast: bool) -> tuple[tuple[Result, ...], ...]:
         """Rebuild the batch around the corpora and execute it."""
-        return run_batch(rebuild(self.corpora, shipped), fail_fast)
+        return run_batch(rebuild(self.corpora, shipped), fail_fast, self.pool)
 
 
 def _check_reachable(address: str) -> None:
@@ -347,7 +360,7 @@ class RayBackend:
             # A threaded actor runs `concurrency` batches at once (Ray's max_concurrency), as a local worker does.
             actor = ray.remote(num_cpus=1, max_concurrency=self.concurrency)(_RayWorker)
             stored = ray.put(corpora)
-            workers = [actor.remote(stored) for _ in range(min(slots, len(work)))]
+            workers = [actor.remote(stored, self.concurrency) for _ in range(min(slots, len(work)))]
             todo = list(enumerate(work))
             todo.reverse()  # popped from the end: plan order
             running: dict[Any, tuple[int, Any]] = {}

@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 
+from ..adapters import Capabilities
 from ..errors import RagmorphError
 from ..model import Case, Corpus, World
 from ..relations import Observation, Relation, Severity, Verdict
@@ -443,9 +444,27 @@ def _bisect_growth(unit: Unit, cache: CallCache, resolved: Any, world: World, vi
     )
 
 
+def _stage_attribution(unit: Unit, resolved: Any, violation: _Violation, minimised: _Minimised, detail: str) -> Any:
+    """For a retriever declared as a Pipeline: the first stage that breaks the relation on the minimal case."""
+    from ..adapters import Pipeline
+    from ._replay import Replayable, ReplayOutcome
+    from ._stages import attribute
+
+    if not isinstance(resolved, Pipeline) or len(resolved.stages) < 2 or not minimised.reproducible:
+        return None
+    found = Replayable(
+        minimised.world, violation.perturbation, violation.relation, minimised.steps, minimised.sources,
+        timeout=unit.settings.timeout,
+    )
+    # The whole pipeline is known to break it on this world: its probe is the minimal one just found.
+    whole = ReplayOutcome(True, violation.relation.name, detail, probe=minimised.probe)
+    return attribute(unit.retriever, resolved, found, last=whole)
+
+
 def _violation_record(
-    unit: Unit, violation: _Violation, minimised: _Minimised, calls_first: int, calls_shrinking: int
-) -> RetrieverViolation:
+    unit: Unit, violation: _Violation, minimised: _Minimised, calls_first: int, calls_shrinking: int, resolved: Any = None
+) -> tuple[RetrieverViolation, int]:
+    """The violation's record and the retriever calls stage attribution spent on it."""
     from ._replay import replay_path, write_replay
 
     world, probe = minimised.world, minimised.probe
@@ -474,7 +493,8 @@ def _violation_record(
     injected, removed = corpus_diff(probe.base.world.corpus, probe.follow.world.corpus)
     shown = violation.relation.shown
     base, follow = shown(probe.base, probe.follow) if shown is not None else (probe.base, probe.follow)
-    return RetrieverViolation(
+    stages = _stage_attribution(unit, resolved, violation, minimised, verdict.detail or violation.verdict.detail)
+    record = RetrieverViolation(
         relation=violation.relation.name,
         case=unit.case.id,
         query=unit.case.query,
@@ -492,7 +512,9 @@ def _violation_record(
         minimal_reason=minimised.reason,
         culprits=tuple(verdict.culprits),
         replay=replay,
+        stages=None if stages is None else stages.to_dict(),
     )
+    return record, 0 if stages is None else sum(outcome.calls for outcome in stages.outcomes)
 
 
 def _base_metrics(executor: Executor, unit: Unit, world: World) -> tuple[Any, tuple[tuple[str, float | None], ...] | None]:
@@ -503,7 +525,8 @@ def _base_metrics(executor: Executor, unit: Unit, world: World) -> tuple[Any, tu
     except RagmorphError:
         return None, None
     # Keep the QueryScores object (not a plain dict): its numerators/denominators feed the micro averages and counts.
-    metrics = evaluate(ranking, unit.case, standard_metrics(unit.settings.ks, claims=bool(unit.case.claims)), corpus=unit.corpus)
+    wanted = standard_metrics(unit.settings.ks, claims=bool(unit.case.claims), spans=bool(unit.case.spans))
+    metrics = evaluate(ranking, unit.case, wanted, corpus=unit.corpus)
     return metrics, tuple((hit.id, hit.score) for hit in ranking.hits)
 
 
@@ -550,6 +573,13 @@ APPROXIMATE_REASON = (
 )
 
 
+def _not_judged(relation: Relation, capabilities: Capabilities) -> str | None:
+    """Why `relation` would judge ragmorph's own filtering (or its own admitted set) instead of the retriever's."""
+    if relation.judges_admission:
+        return capabilities.admission_not_judged
+    return capabilities.filtering_not_judged if relation.judges_filtering else None
+
+
 def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, rows: Any) -> tuple[Result, ...]:
     family = FAMILIES[unit.strategy]
     relations = family.relations
@@ -565,8 +595,11 @@ def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, ro
     judged = relations if VALID_RESPONSE in relations else (*relations, VALID_RESPONSE)
     tallies = {r.name: _Tally() for r in judged}
     missing = {r.name: sorted(set(r.requires) - executor.traits) for r in judged}
-    not_judged = executor.capabilities.filtering_not_judged
-    excused = {r.name for r in judged if r.judges_filtering and not_judged is not None}
+    if executor.has_factory and any(r.judges_filtering for r in judged):
+        # Who filters may be declared by the built retriever only (`post_filter=True`, FAISS's selector): read
+        # it from the base instance even when every call of this unit would be served from the cache.
+        executor.base_instance  # noqa: B018 - built for its capabilities
+    excused = {r.name: why for r in judged if (why := _not_judged(r, executor.capabilities)) is not None}
     active = [r for r in judged if not missing[r.name] and r.name not in excused]
     # An approximate index may legitimately break what exact search guarantees: measure those relations as rates.
     rated = {r.name for r in active if r.exact_search and APPROXIMATE in executor.traits}
@@ -590,8 +623,8 @@ def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, ro
             why = "black-box retriever: without a factory the runner cannot build an index over a smaller corpus"
             minimised = _Minimised(world, violation.probe, None, why, 0, 0)
         shrinking = executor.asked - calls_first + minimised.asked
-        found[name] = _violation_record(unit, violation, minimised, calls_first, shrinking)
-        executor.calls += minimised.calls
+        found[name], attributing = _violation_record(unit, violation, minimised, calls_first, shrinking, resolved)
+        executor.calls += minimised.calls + attributing
     if not targets and not found and state["error"] is None:
         # Only soft relations: one search to measure their rates.
         _search(executor, world, strategy, active, set(), tallies, seen, unit, state)
@@ -622,7 +655,7 @@ def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, ro
             )
             results.append(Result(status="not_applicable", reason=why, **common))
         elif relation.name in excused:
-            results.append(Result(status="not_applicable", reason=not_judged, **common))
+            results.append(Result(status="not_applicable", reason=excused[relation.name], **common))
         elif tally.tested == 0:
             why = tally.last_reason or "no drawn perturbation could test this relation"
             results.append(Result(status="not_applicable", reason=why, **common))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -19,10 +20,10 @@ from ..relations import Relation
 from ..secrets import redact_data
 from ..strategies import perturbation_from_dict, relation
 from ..strategies.contract import VALID_RESPONSE
-from ._executor import CallCache, Executor, Step, run_after
+from ._executor import CallCache, Executor, Probe, Step, run_after
 from ._spec import RetrieverSpec
 
-__all__ = ["REPLAY_SCHEMA", "ReplayOutcome", "replay", "replay_path", "write_replay"]
+__all__ = ["REPLAY_SCHEMA", "Replayable", "ReplayOutcome", "read_replayable", "replay", "replay_path", "run_replayable", "write_replay"]
 
 REPLAY_SCHEMA = "ragmorph.replay/1"
 
@@ -202,6 +203,9 @@ class ReplayOutcome:
     error: str | None = None
     base_ids: tuple[str, ...] = ()
     follow_ids: tuple[str, ...] = ()
+    # The observations the verdict was judged on (None when no probe was formed), and the retriever calls made.
+    probe: Probe | None = attrs.field(default=None, eq=False, repr=False)
+    calls: int = attrs.field(default=0, eq=False)
 
     @property
     def exit_code(self) -> int:
@@ -234,14 +238,28 @@ def _saved_retriever(stored: dict[str, Any], path: Path) -> Any:
     return Configured(candidate, options) if options else candidate
 
 
-def replay(path: str | Path, retriever: Any = None) -> ReplayOutcome:
-    """Re-run the minimal world of a replay file on `retriever` (default: the import string stored in the file)."""
+@attrs.frozen
+class Replayable:
+    """What a violation needs to be judged again: its minimal world, perturbation, relation and prior calls."""
+
+    world: World
+    perturbation: Any
+    relation: Relation
+    steps: tuple[tuple[int, Step], ...] = ()
+    sources: tuple[int | None, int | None] = (None, None)
+    timeout: float | None = None
+    # False when the run could not bring the violation back on a fresh index: holding then proves nothing.
+    reproducible: bool = True
+
+
+def read_replayable(path: str | Path) -> tuple[Replayable, dict[str, Any]]:
+    """The replay file at `path`, checked (schema, fields, fingerprint), and its stored retriever block."""
     path = Path(path)
     data = _read_replay(path)
-    stored = data.get("retriever") or {}
-    if retriever is None:
-        retriever = _saved_retriever(stored, path)
-    spec = RetrieverSpec.of(retriever, stored.get("name"), traits=stored.get("traits", ()))
+    return _replayable(data, path), data.get("retriever") or {}
+
+
+def _replayable(data: dict[str, Any], path: Path) -> Replayable:
     judged = _built(lambda: relation(data["relation"]), "relation", path)
     perturbation = _built(lambda: perturbation_from_dict(data["perturbation"]), "perturbation", path)
     world = _world_from(data["world"], path)
@@ -253,40 +271,57 @@ def replay(path: str | Path, retriever: Any = None) -> ReplayOutcome:
             file=str(path),
             field="fingerprint",
         )
-    timeout = data["settings"].get("timeout")
-    reproducible = data["expected"].get("reproducible", True)
-    try:
-        if history:
+    steps: tuple[tuple[int, Step], ...] = ()
+    sources: tuple[int | None, int | None] = (None, None)
+    if history:
+        try:
             steps = tuple((int(s["number"]), Step.from_dict(s)) for s in history["steps"])
             sources = (history["sources"][0], history["sources"][1])
-            probe = run_after(spec, perturbation.plan(world), steps, sources, timeout=timeout)
+        except (KeyError, TypeError, ValueError, IndexError) as error:
+            raise InputError(
+                f"expected a history with numbered steps and two sources, got {error!r}", file=str(path), field="history"
+            ) from error
+    return Replayable(
+        world, perturbation, judged, steps, sources,
+        timeout=data["settings"].get("timeout"), reproducible=data["expected"].get("reproducible", True),
+    )
+
+
+def run_replayable(spec: RetrieverSpec, found: Replayable) -> ReplayOutcome:
+    """Judge `found` again on the retriever of `spec`: a fresh instance, the recorded calls first when it has any."""
+    judged = found.relation
+    made: list[Executor] = []
+    try:
+        if found.steps:
+            probe = run_after(spec, found.perturbation.plan(found.world), found.steps, found.sources, timeout=found.timeout, made=made)
         else:
-            executor = Executor(spec, world.corpus, cache=CallCache(), timeout=timeout)
-            try:
-                probe = executor.run(perturbation.plan(world))
-            finally:
-                executor.close()
-    except (KeyError, TypeError, ValueError) as error:
-        raise InputError(f"expected a history with numbered steps and two sources, got {error!r}", file=str(path), field="history") from error
+            made.append(Executor(spec, found.world.corpus, cache=CallCache(), timeout=found.timeout))
+            probe = made[0].run(found.perturbation.plan(found.world))
+        for executor in made:
+            executor.close()
     except RagmorphError as error:
-        return ReplayOutcome(False, judged.name, str(error), error=str(error))
+        for executor in made:
+            with contextlib.suppress(RagmorphError):
+                executor.close()
+        return ReplayOutcome(False, judged.name, str(error), error=str(error), calls=sum(e.calls for e in made))
+    calls = sum(e.calls for e in made)
     unproven = (
         f"the run already found that this violation does not reproduce on a fresh index (it depends on state it "
         f"cannot rebuild), so a replay cannot tell a fix from a miss; re-run `ragmorph run` to check {judged.name}"
     )
     if isinstance(probe, str):
-        if not reproducible:
-            return ReplayOutcome(False, judged.name, unproven, error=unproven)
-        return ReplayOutcome(False, judged.name, probe, applicable=False)
+        if not found.reproducible:
+            return ReplayOutcome(False, judged.name, unproven, error=unproven, calls=calls)
+        return ReplayOutcome(False, judged.name, probe, applicable=False, calls=calls)
     broken = probe.invalid
     if broken is not None and judged is not VALID_RESPONSE:
         # The retriever now breaks the contract instead: that prevents a verdict on this relation.
         message = f"the response broke the retriever contract, so {judged.name} cannot be judged: {broken.invalid}"
-        return ReplayOutcome(False, judged.name, message, error=message)
+        return ReplayOutcome(False, judged.name, message, error=message, probe=probe, calls=calls)
     verdict = judged.check(probe.base, probe.follow)
-    if not reproducible and not (verdict.applicable and not verdict.holds):
+    if not found.reproducible and not (verdict.applicable and not verdict.holds):
         # The run itself could not bring this violation back on a fresh index: holding now proves nothing.
-        return ReplayOutcome(False, judged.name, unproven, error=unproven)
+        return ReplayOutcome(False, judged.name, unproven, error=unproven, probe=probe, calls=calls)
     # What the run's report showed: a base asked thousands deep is shown as the part the relation compared.
     base, follow = judged.shown(probe.base, probe.follow) if judged.shown is not None else (probe.base, probe.follow)
     return ReplayOutcome(
@@ -296,4 +331,17 @@ def replay(path: str | Path, retriever: Any = None) -> ReplayOutcome:
         applicable=verdict.applicable,
         base_ids=base.ranking.ids,
         follow_ids=follow.ranking.ids,
+        probe=probe,
+        calls=calls,
     )
+
+
+def replay(path: str | Path, retriever: Any = None) -> ReplayOutcome:
+    """Re-run the minimal world of a replay file on `retriever` (default: the import string stored in the file)."""
+    path = Path(path)
+    data = _read_replay(path)
+    stored = data.get("retriever") or {}
+    if retriever is None:
+        retriever = _saved_retriever(stored, path)
+    spec = RetrieverSpec.of(retriever, stored.get("name"), traits=stored.get("traits", ()))
+    return run_replayable(spec, _replayable(data, path))

@@ -80,6 +80,9 @@ class RetrieverViolation(Violation):
     # The follow-up ids that break the relation, when it names them (renderers highlight their rows).
     culprits: tuple[str, ...] = ()
     replay: str | None = None
+    # For a retriever declared as a Pipeline: which stage first breaks the relation on the minimal case, and how
+    # (StageAttribution.to_dict()); None otherwise, and then the JSON block has no `stages` key.
+    stages: Mapping[str, Any] | None = None
 
     def _evidence(self) -> dict[str, Any]:
         # The `violation` block of a "ragmorph.report/1" result.
@@ -96,7 +99,7 @@ class RetrieverViolation(Violation):
         }
 
     def _trailer(self) -> dict[str, Any]:
-        return {"replay": self.replay}
+        return {"replay": self.replay, **({} if self.stages is None else {"stages": dict(self.stages)})}
 
 
 @attrs.frozen(eq=False)
@@ -140,8 +143,13 @@ def observation_dict(observation: Observation) -> dict[str, Any]:
     for hit in observation.ranking.hits:
         chunk = corpus.get(hit.id)
         text = hit.text if hit.text is not None else (chunk.text if chunk is not None else None)
-        ranking.append({"id": hit.id, "score": hit.score, "text": None if text is None else text[:_TEXT_SNIPPET]})
+        row = {"id": hit.id, "score": hit.score, "text": None if text is None else text[:_TEXT_SNIPPET]}
+        if hit.kept is not None:
+            row["kept"] = list(hit.kept)  # a packing stage cut this hit's text to that character range
+        ranking.append(row)
     names = [f"P@{k}", f"R@{k}", f"GroupR@{k}", f"nDCG@{k}", f"Unauthorized@{k}", f"Stale@{k}"]
+    if observation.world.case.spans:
+        names.append(f"SpanR(cover=all)@{k}")  # final-context recall: were the supporting spans kept?
     block = {
         "params": {"k": k, "filters": observation.world.params.filters.to_dict()},
         "query": observation.world.case.query,

@@ -59,7 +59,7 @@ def main() -> None:
     # The caller's import path first, so its modules (and its copy of ragmorph) are the ones found here.
     sys.path[:] = [*sys_path, *(p for p in sys.path if p not in sys_path)]
     try:
-        from ._backends import load_file_modules, rebuild, run_batch
+        from ._backends import call_pool, load_file_modules, rebuild, run_batch
         from ._determinism import without_local_constants
 
         load_file_modules(modules)
@@ -69,10 +69,11 @@ def main() -> None:
         return
     _send(replies, (None, True, b""))
     writing = threading.Lock()
+    slots = call_pool(concurrency)  # the call slots every batch of this worker shares
 
     def answer(number: int, payload: bytes, fail_fast: bool) -> None:
         try:
-            reply = (number, True, pickle.dumps(run_batch(rebuild(corpora, pickle.loads(payload)), fail_fast), protocol=_PROTOCOL))
+            reply = (number, True, pickle.dumps(run_batch(rebuild(corpora, pickle.loads(payload)), fail_fast, slots), protocol=_PROTOCOL))
         except BaseException as error:
             reply = (number, False, _portable(error))
         with writing:  # replies of batches running in threads must not interleave on the pipe
