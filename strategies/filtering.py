@@ -214,7 +214,7 @@ def shown_visible(reference: Observation, follow: Observation) -> tuple[Observat
     have returned them (at the follow-up's k and filters), stand beside the short ranking.
     """
     visible = tuple(visible_hits(reference, follow)[: follow.world.params.k])
-    return attrs.evolve(reference, world=follow.world, ranking=Ranking(visible)), follow
+    return Observation(follow.world, Ranking(visible)), follow
 
 
 def full_k_relation(family: str, *, source: str, applies_to: tuple[str, ...], assumptions: tuple[str, ...] = ()) -> Relation:

@@ -19,7 +19,7 @@ from ..model import Case, Corpus, World
 from ..relations import Observation, Relation, Severity, Verdict
 from ..strategies import FAMILIES, corpus_diff, relation_applies
 from ..strategies.contract import VALID_RESPONSE, covers
-from ._executor import CallCache, Executor, Probe, Step, run_after
+from ._executor import CallCache, Executor, Probe, Step, observation, run_after
 from ._growth import smallest_failing_size
 from ._minimise import drop_blocks, minimal_subset
 from ._search import search
@@ -492,7 +492,9 @@ def _violation_record(
         )
     injected, removed = corpus_diff(probe.base.world.corpus, probe.follow.world.corpus)
     shown = violation.relation.shown
-    base, follow = shown(probe.base, probe.follow) if shown is not None else (probe.base, probe.follow)
+    pair = shown(probe.base, probe.follow) if shown is not None else (probe.base, probe.follow)
+    # A shown observation other than the one made gets its own metrics (the made one's are of another ranking).
+    base, follow = (made if seen is made else observation(seen.world, seen.ranking) for seen, made in zip(pair, (probe.base, probe.follow)))
     stages = _stage_attribution(unit, resolved, violation, minimised, verdict.detail or violation.verdict.detail)
     record = RetrieverViolation(
         relation=violation.relation.name,
