@@ -323,3 +323,28 @@ def test_demo_end_to_end_catches_the_planted_bug(tmp_path: Path) -> None:
     again = subprocess.run([sys.executable, "-m", "ragmorph.cli", "replay", replay_path],
                            capture_output=True, text=True, timeout=120)
     assert again.returncode == EXIT_VIOLATIONS, again.stdout + again.stderr
+
+
+def test_the_pipeline_example_names_the_packer_that_cut_the_supporting_span(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # README's examples/pipeline: evidence spans in cases.jsonl, a declared Pipeline, stage attribution in every format.
+    monkeypatch.chdir(tmp_path)  # the default replay folder goes next to the report, here
+    folder = ROOT / "examples" / "pipeline"
+    files = ["--corpus", str(folder / "corpus.jsonl"), "--cases", str(folder / "cases.jsonl"), "--strategies", "cutoff"]
+    assert main(["run", "--retriever", f"{folder / 'pipeline.py'}:PIPELINE", *files]) == EXIT_OK
+    capsys.readouterr()
+    reports = ["--json", str(tmp_path / "r.json"), "--html", str(tmp_path / "r.html"), "--junit", str(tmp_path / "r.xml")]
+    assert main(["run", "--retriever", f"{folder / 'pipeline.py'}:EVEN_SHARE", *files, *reports]) == EXIT_VIOLATIONS
+    out = capsys.readouterr().out
+    assert "  stage         evidence present after Reranker, lost in EvenSharePacker: 'hr-12#3' truncated at 30 tokens" in out
+    assert "SpanR(cover=all)@1->@2  1.000 -> 0.000" in out
+    failed = [r for r in json.loads((tmp_path / "r.json").read_text())["results"] if r["status"] == "fail"]
+    assert {r["case"] for r in failed} == {"leave-start", "remote-days"}
+    assert {r["violation"]["stages"]["culprit"] for r in failed} == {"EvenSharePacker"}
+    assert "lost in EvenSharePacker" in (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "lost in EvenSharePacker" in (tmp_path / "r.xml").read_text(encoding="utf-8")
+    # The saved replay file names the same stage through `replay --stages`.
+    replay_file = failed[0]["violation"]["replay"]
+    assert main(["replay", replay_file, "--stages"]) == EXIT_VIOLATIONS
+    assert "lost in EvenSharePacker" in capsys.readouterr().out

@@ -8,15 +8,23 @@ the sentence that answers the question, although the retriever still ranks that 
 
 from __future__ import annotations
 
-import re
+import importlib.util
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ragmorph.adapters import BM25Retriever, ContextPacker, Pipeline, Reranker
-from ragmorph.model import Case, Chunk, Corpus, Filters, Hit
+from ragmorph.model import Case, Chunk, Corpus
 from ragmorph.reporting import render_violation
 from ragmorph.runner import check
+
+# The buggy packer and the reranker score live in the README's example (examples/pipeline/pipeline.py).
+_EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "pipeline" / "pipeline.py"
+_spec = importlib.util.spec_from_file_location("ragmorph_example_pipeline", _EXAMPLE)
+example = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(example)  # type: ignore[union-attr]
+EvenSharePacker, overlap = example.EvenSharePacker, example.overlap
 
 SUPPORT = "Revised parental leave starts on 1 September 2026 for every employee."
 GOLD_TEXT = (
@@ -38,27 +46,6 @@ CASE = Case(
     "When does the revised parental leave policy start?",
     evidence=[[{"chunk": "hr-12#3", "span": [START, START + len(SUPPORT)]}]],
 )
-
-
-class EvenSharePacker(ContextPacker):
-    """Cuts every hit to budget // k words (the bug: a fixed share per hit, so a larger k cuts the top hit)."""
-
-    def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
-        share = self.token_budget // k
-        packed = []
-        for hit in self.inner.retrieve(query, k=k, filters=filters):
-            text = self.corpus[hit.id].text
-            ends = [match.end() for match in re.finditer(r"\S+", text)]
-            if len(ends) <= share:
-                packed.append(hit)
-            elif share:
-                packed.append(Hit(hit.id, hit.score, text[: ends[share - 1]], kept=(0, ends[share - 1])))
-        return packed
-
-
-def overlap(query: str, text: str) -> float:
-    """A reranker score: shared lowercase words (depth 30 keeps the candidate pool the same for every k <= 30)."""
-    return float(len(set(query.lower().split()) & set(text.lower().split())))
 
 
 def pipeline(packer: Any) -> Pipeline:

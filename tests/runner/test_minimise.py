@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
+
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ragmorph.runner._minimise import minimal_subset
+from ragmorph.runner._minimise import Shrunk, minimal_subset
 
 IDS = [f"c{n}" for n in range(12)]
 
@@ -22,7 +24,8 @@ def _needs(*needed: str):
 
 def test_the_result_is_exactly_what_a_monotone_violation_needs_and_one_minimal() -> None:
     works, _ = _needs("c3", "c9")
-    kept, one_minimal = minimal_subset(IDS, works, budget=100)
+    shrunk = minimal_subset(IDS, works, budget=100)
+    kept, one_minimal = shrunk.kept, shrunk.one_minimal
     assert kept == ["c3", "c9"] and one_minimal
     for chunk_id in kept:
         assert not works(set(kept) - {chunk_id})
@@ -31,7 +34,8 @@ def test_the_result_is_exactly_what_a_monotone_violation_needs_and_one_minimal()
 @given(needed=st.sets(st.sampled_from(IDS)), order=st.permutations(IDS))
 def test_any_needed_set_is_found_in_the_given_order(needed: set[str], order: list[str]) -> None:
     works, _ = _needs(*needed)
-    kept, one_minimal = minimal_subset(order, works, budget=200)
+    shrunk = minimal_subset(order, works, budget=200)
+    kept, one_minimal = shrunk.kept, shrunk.one_minimal
     assert kept == [i for i in order if i in needed] and one_minimal
 
 
@@ -40,23 +44,26 @@ def test_a_non_monotone_violation_still_ends_one_minimal() -> None:
     def works(kept: set[str]) -> bool:
         return "c1" in kept and ("c4" in kept or {"c6", "c7"} <= kept)
 
-    kept, one_minimal = minimal_subset(IDS, works, budget=100)
+    shrunk = minimal_subset(IDS, works, budget=100)
+    kept, one_minimal = shrunk.kept, shrunk.one_minimal
     assert one_minimal and works(set(kept))
     assert all(not works(set(kept) - {i}) for i in kept)
 
 
 def test_the_budget_caps_the_calls_and_an_exhausted_budget_is_never_called_one_minimal() -> None:
     works, calls = _needs("c3", "c9")
-    kept, one_minimal = minimal_subset(IDS, works, budget=4)
+    shrunk = minimal_subset(IDS, works, budget=4)
+    kept, one_minimal = shrunk.kept, shrunk.one_minimal
     assert len(calls) == 4 and not one_minimal
     assert {"c3", "c9"} <= set(kept)
     nothing, calls_none = _needs("c0")
-    assert minimal_subset(IDS, nothing, budget=0) == (IDS, False) and not calls_none
+    assert minimal_subset(IDS, nothing, budget=0) == Shrunk(IDS, False, 0, 0) and not calls_none
 
 
 def test_subsets_given_first_are_tried_first_and_a_working_one_is_the_start() -> None:
     works, calls = _needs("c2")
-    kept, one_minimal = minimal_subset(IDS, works, budget=50, first=(set(), {"c2", "c5"}))
+    shrunk = minimal_subset(IDS, works, budget=50, first=(set(), {"c2", "c5"}))
+    kept, one_minimal = shrunk.kept, shrunk.one_minimal
     assert calls[0] == frozenset() and calls[1] == frozenset({"c2", "c5"})
     assert kept == ["c2"] and one_minimal and all(c <= {"c2", "c5"} for c in calls[2:])
 
@@ -66,3 +73,67 @@ def test_the_same_predicate_gives_the_same_calls_in_the_same_order() -> None:
     second, second_calls = _needs("c1", "c7", "c8")
     assert minimal_subset(IDS, first, budget=60) == minimal_subset(IDS, second, budget=60)
     assert first_calls == second_calls
+
+
+def _chaotic(floor: int, calls: list[frozenset[str]] | None = None):
+    """A violation like an approximate index's: it needs at least `floor` chunks, and whether a given subset shows
+    it is a coin flip (one in three, fixed per subset), as rebuilding an HNSW graph over other chunks is."""
+
+    def works(kept: set[str]) -> bool:
+        if calls is not None:
+            calls.append(frozenset(kept))
+        digest = hashlib.sha256(",".join(sorted(kept)).encode()).digest()
+        return len(kept) >= floor and digest[0] % 3 == 0
+
+    return works
+
+
+MANY = [f"c{n}" for n in range(300)]
+
+
+@given(needed=st.sets(st.sampled_from(IDS)), floor=st.integers(0, 6))
+def test_no_subset_is_ever_asked_twice(needed: set[str], floor: int) -> None:
+    calls: list[frozenset[str]] = []
+
+    def works(kept: set[str]) -> bool:
+        calls.append(frozenset(kept))
+        return set(needed) <= kept or len(kept) >= 12 - floor
+
+    minimal_subset(IDS, works, budget=200, first=(set(), set(needed)), finish=10)
+    assert len(calls) == len(set(calls)) and frozenset(IDS) not in calls
+
+
+def test_a_non_monotone_violation_over_many_chunks_grows_to_a_small_one_minimal_case_within_budget() -> None:
+    # Cutting 300 chunks down half by half spends most of the budget on halves that hide it (117 calls, 12 of
+    # them repeats, before growth); growing from nothing finds a working start of a few chunks in a handful of
+    # calls, and the single-id passes end 1-minimal.
+    calls: list[frozenset[str]] = []
+    shrunk = minimal_subset(MANY, _chaotic(8, calls), budget=120)
+    assert shrunk.one_minimal and 8 <= len(shrunk.kept) <= 12, shrunk
+    assert shrunk.calls == len(calls) <= 40
+    assert all(not _chaotic(8)(set(shrunk.kept) - {i}) for i in shrunk.kept)
+
+
+def test_growth_starts_from_the_given_subsets_and_adds_the_other_ids_in_order() -> None:
+    calls: list[frozenset[str]] = []
+
+    def works(kept: set[str]) -> bool:
+        calls.append(frozenset(kept))
+        return len(kept) >= 5
+
+    shrunk = minimal_subset(IDS, works, budget=50, first=(set(), {"c9"}))
+    assert calls[:4] == [frozenset(), frozenset({"c9"}), frozenset({"c9", "c0"}), frozenset({"c9", "c0", "c1"})]
+    assert calls[4] == frozenset({"c9", "c0", "c1", "c2", "c3"}) and len(shrunk.kept) == 5 and shrunk.one_minimal
+
+
+def test_finish_extends_the_budget_only_to_try_removing_each_of_a_few_remaining_ids() -> None:
+    works, calls = _needs("c3", "c9")
+    cut = minimal_subset(IDS, works, budget=8)
+    assert not cut.one_minimal and cut.calls == 8 and len(cut.kept) > 2
+    works, calls = _needs("c3", "c9")
+    finished = minimal_subset(IDS, works, budget=8, finish=len(IDS))
+    assert finished.one_minimal and finished.kept == ["c3", "c9"] and finished.budget == 8 + len(IDS)
+    assert finished.calls == len(calls) <= finished.budget
+    works, calls = _needs("c3", "c9")
+    refused = minimal_subset(IDS, works, budget=8, finish=len(cut.kept) - 1)
+    assert refused == cut and len(calls) == 8

@@ -1,0 +1,79 @@
+"""Quality: violations on approximate indexes shrink to small, 1-minimal corpora within the minimisation budget.
+
+An approximate index answers from a candidate pool (an IVF probe, an HNSW beam), so whether a subset of the
+corpus still shows a violation depends on "enough" chunks near the query rather than on particular ones, and
+dropping half the corpus usually hides it. Before the minimiser grew its starting subset from the violation's
+rankings and the retriever's own relevance order, these ended with 14-54 chunks and "budget exhausted".
+
+Two planted indexes, with the sizes they reach (default settings, seed 0):
+- `ScanLimitedBM25` scores only the first 2k chunks in insertion order: every violation is 1-minimal with at
+  most 3 chunks, except `cutoff.prefix` (k to a larger k'), which needs the smaller pool full and a better
+  chunk past it: 2k + 1 chunks (21 for k = 10, the smallest k Hypothesis finds on this world);
+- FAISS HNSW with M=4, efSearch=4 under a tenant owning 2% of 300 chunks: every violation 1-minimal with at
+  most 26 chunks (13-26 measured; an HNSW graph over fewer chunks than its beam is searched exhaustively, so
+  a handful cannot show it).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ragmorph.model import Case, Chunk, Corpus, Filters, Hit
+from ragmorph.runner import check
+from runner.test_approximate_rates import ScanLimitedBM25  # the undeclared approximate index of the rate tests
+from support import engine_retrievers as er
+
+pytestmark = pytest.mark.slow
+
+FAMILIES = ["reorder", "cutoff", "tenancy", "filters"]
+
+
+def _violations(report: object) -> list[object]:
+    return [r for r in report.results if r.status == "fail" and r.violation is not None]  # type: ignore[attr-defined]
+
+
+def test_a_scan_limited_index_shrinks_to_three_chunks_one_minimal() -> None:
+    corpus, cases = er.small_world(40)
+    report = check(ScanLimitedBM25, corpus, cases, strategies=FAMILIES)
+    found = _violations(report)
+    assert {r.relation for r in found} >= {"reorder.invariant", "cutoff.prefix", "filters.filtered_equals_admitted"}
+    for result in found:
+        violation = result.violation
+        # The pool at the smaller k (2k chunks) must be full for a chunk past it to show up at the larger k.
+        limit = 2 * violation.perturbation["fields"]["k"] + 1 if result.relation == "cutoff.prefix" else 3
+        assert violation.one_minimal and len(violation.minimal_corpus) <= limit, (result.relation, violation.minimal_reason)
+        assert violation.calls_shrinking <= 150, (result.relation, violation.calls_shrinking)  # 224 before
+
+
+def _selective(rows: int = 300, owned: int = 6) -> tuple[Corpus, Case]:
+    rng = np.random.default_rng(0)
+    words = [f"w{n}" for n in range(200)]
+    corpus = Corpus([Chunk(f"c{n}", " ".join(rng.choice(words, 10)), tenant="a" if n < owned else "b") for n in range(rows)])
+    return corpus, Case("q", "w1 w2 w3 w4 w5", tenant="a")
+
+
+class LowEfHNSW:
+    """Bug: a user's FAISS HNSW adapter with a tiny graph and beam (M=4, efSearch=4), not declared approximate."""
+
+    def __init__(self, corpus: Corpus) -> None:
+        from ragmorph.adapters.faiss import FaissHNSWRetriever
+
+        self.index = FaissHNSWRetriever(corpus, m=4, ef_search=4)
+
+    def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
+        """FAISS's own answer (its IDSelector does the filtering)."""
+        return list(self.index.retrieve(query, k=k, filters=filters))
+
+
+@pytest.mark.integration
+def test_a_low_ef_faiss_hnsw_index_shrinks_one_minimal_within_budget() -> None:
+    pytest.importorskip("faiss")
+    corpus, case = _selective()
+    report = check(LowEfHNSW, corpus, [case], strategies=FAMILIES)
+    found = _violations(report)
+    assert len(found) >= 3, [(r.relation, r.status) for r in report.results]
+    for result in found:
+        violation = result.violation
+        assert violation.one_minimal, (result.relation, len(violation.minimal_corpus), violation.minimal_reason)
+        assert len(violation.minimal_corpus) <= 26, (result.relation, len(violation.minimal_corpus))
