@@ -101,10 +101,14 @@ class Family:
 
     `applicable(world)` returns why the family cannot run on `world`, or None (the default: every world).
     `perturbation_types` are the perturbation classes `draw` produces (replay files name them).
-    `max_examples` caps the run's examples per unit for families whose bugs show in the first few draws.
     `default` False keeps an expensive family out of the default suite (a profile or `strategies=` names it).
     `grows_corpus` says its perturbations grow the corpus themselves (thousands of chunks, a `size` field and
     `resized(size)`): a violation then shrinks by bisection over the grown size, not by corpus minimisation.
+    `max_examples` is the family's budget of examples per unit when the run's budget is adaptive (never above
+    the run's `max_examples`): what its perturbations need, measured on the bug zoos (tests/benchmarks/bench_calls.py).
+    `explicit(world, *, ks, delta, filters)` gives perturbations tried before any drawn one under an adaptive
+    budget, part of that budget: one of each kind bugs most often show under, so few examples still cover them.
+    They must lie in the space `draw` draws from (its soundness is what the relations were checked over).
     """
 
     name: str
@@ -115,6 +119,7 @@ class Family:
     applicable: Callable[[World], str | None] = attrs.field(repr=False, default=_always_applicable)
     edits_corpus: bool = False
     max_examples: int | None = None
+    explicit: Callable[..., tuple[Any, ...]] | None = attrs.field(repr=False, default=None)
     default: bool = True
     grows_corpus: bool = False
 
@@ -146,6 +151,10 @@ def fresh_id(corpus: Corpus, stem: str, taken: set[str] | None = None) -> str:
     return candidate
 
 
+# Families scan every chunk's tokens when they draw (depth, state, lifecycle, odd queries): one tokenisation per
+# text serves them all. Sized past a 100k-chunk corpus plus the queries and drawn texts, so a scan never evicts
+# itself; thread-safe (--concurrency).
+@functools.lru_cache(maxsize=1 << 18)
 def query_tokens(text: str) -> tuple[str, ...]:
     """Casefolded word tokens, the way a word-level lexical retriever sees text (the built-in tokenizer)."""
     return tuple(default_tokenize(text))

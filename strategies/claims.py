@@ -36,17 +36,36 @@ _SUPPORTERS_LOCK = threading.Lock()
 
 def supporters(corpus: Corpus, claim: str) -> tuple[str, ...]:
     """Ids of the chunks of `corpus` whose text supports `claim` under the default token judge, in corpus order."""
-    key = (id(corpus), claim)
+    return _supporters_of(corpus, (claim,))[claim]
+
+
+def _supporters_of(corpus: Corpus, claims: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """`supporters` of each of `claims`, the ones not remembered found in one pass over the corpus.
+
+    One pass for all of a case's claims, chunk by chunk: the judge reads each chunk's facts once and its cache
+    serves the other claims (claim by claim, each pass read every chunk again: five passes for two cases).
+    """
+    found: dict[str, tuple[str, ...]] = {}
     with _SUPPORTERS_LOCK:
-        found = _SUPPORTERS.get(key)
-    if found is not None and found[0] is corpus:
-        return found[1]
-    ids = tuple(chunk.id for chunk in corpus if DEFAULT_SUPPORT.supports(claim, chunk.text))
+        for claim in claims:
+            known = _SUPPORTERS.get((id(corpus), claim))
+            if known is not None and known[0] is corpus:
+                found[claim] = known[1]
+    wanted = [claim for claim in dict.fromkeys(claims) if claim not in found]
+    if not wanted:
+        return found
+    ids: dict[str, list[str]] = {claim: [] for claim in wanted}
+    for chunk in corpus:
+        for claim in wanted:
+            if DEFAULT_SUPPORT.supports(claim, chunk.text):
+                ids[claim].append(chunk.id)
     with _SUPPORTERS_LOCK:
-        if len(_SUPPORTERS) >= _SUPPORTER_SLOTS:
-            _SUPPORTERS.pop(next(iter(_SUPPORTERS)))
-        _SUPPORTERS[key] = (corpus, ids)
-    return ids
+        for claim in wanted:
+            if len(_SUPPORTERS) >= _SUPPORTER_SLOTS:
+                _SUPPORTERS.pop(next(iter(_SUPPORTERS)))
+            found[claim] = tuple(ids[claim])
+            _SUPPORTERS[(id(corpus), claim)] = (corpus, found[claim])
+    return found
 
 
 @attrs.frozen
@@ -70,8 +89,10 @@ class RemoveClaimSupport(PerturbationBase):
 
 def _removable(world: World) -> list[tuple[int, tuple[str, ...]]]:
     found = []
-    for number, claim in enumerate(dict.fromkeys(world.case.claims)):
-        ids = supporters(world.corpus, claim)
+    claims = tuple(dict.fromkeys(world.case.claims))
+    support = _supporters_of(world.corpus, claims)
+    for number, claim in enumerate(claims):
+        ids = support[claim]
         if 0 < len(ids) <= MAX_SUPPORTERS:
             found.append((number, ids))
     return found

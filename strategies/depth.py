@@ -108,5 +108,5 @@ FAMILY = Family(
     draw=depth_removals,
     edits_corpus=True,
     perturbation_types=(RemoveAtDepth,),
-    max_examples=10,
+    max_examples=6,
 )

@@ -322,4 +322,5 @@ FAMILY = Family(
     perturbation_types=(InjectDistractors,),
     draw=distractor_injections,
     edits_corpus=True,
+    max_examples=15,
 )

@@ -316,5 +316,5 @@ FAMILY = Family(
     relations=RELATIONS,
     draw=filterings,
     perturbation_types=(ApplyFilters,),
-    max_examples=12,
+    max_examples=8,
 )

@@ -4,6 +4,12 @@ Update in place (the most common production change; retrievers with `update(chun
 query gets the content of a gold chunk, keeping its own id, or text unrelated to the query. The updated text is
 what must be found: a copy scores exactly like its original, and an unrelated text no longer matches (lexical).
 
+Add of an id already held (retrievers with `add`/`remove`): a matching chunk is added again under its own id with
+a gold chunk's content. Libraries differ, and each is correct: an upsert (the new version replaces the old), an
+error, or an add ignored with a warning. Whatever they do, the instance must hold one version: the ranking is
+unchanged (refused or ignored) or the copy scores exactly like its original (replaced); never an id twice (the
+contract) and never a mix of both versions.
+
 Re-index (retrievers with `index(corpus)`): the same instance is re-indexed over the corpus without some
 matching chunks; none of them may be returned afterwards.
 
@@ -49,10 +55,12 @@ __all__ = [
     "EDITS",
     "FAMILY",
     "RELATIONS",
+    "AddExisting",
     "AgainstFresh",
     "Grow",
     "Reindex",
     "UpdateChunk",
+    "added_existing_one_version",
     "growth_keeps_matches",
     "lifecycle_changes",
     "updated_copy_ties",
@@ -115,6 +123,30 @@ class UpdateChunk(PerturbationBase):
 
     def referenced_ids(self) -> tuple[str, ...]:
         """The updated chunk and the chunk it copies."""
+        return (self.target, self.source)
+
+
+@attrs.frozen
+class AddExisting(PerturbationBase):
+    """`add([chunk])` on the base instance of a chunk under the id `target` it already holds, with the content of
+    `source` (a gold chunk): the same change as an update, through `add`."""
+
+    family: ClassVar[str] = "lifecycle"
+    k: int
+    target: str
+    source: str
+
+    def apply(self, world: World) -> World:
+        """The world whose corpus holds the new version of `target` (same id, same position)."""
+        new = attrs.evolve(world.corpus[self.source], id=self.target)
+        return attrs.evolve(world, corpus=world.corpus.replaced(new), params=attrs.evolve(world.params, k=self.k))
+
+    def plan(self, world: World) -> Plan:
+        """The base call, then the same call after the add on the base instance (undone)."""
+        return Plan.pair(self.base(world), self.apply(world), edit=Edit.ADD)
+
+    def referenced_ids(self) -> tuple[str, ...]:
+        """The re-added chunk and the chunk whose content it takes."""
         return (self.target, self.source)
 
 
@@ -210,9 +242,10 @@ def _matching(world: World) -> list[str]:
     return [i for shared, _, i in sorted(rows, key=lambda r: (-r[0], r[1])) if shared][:_CANDIDATES]
 
 
-def lifecycle_changes(world: World, *, ks: Sequence[int], **_: object) -> st.SearchStrategy[PerturbationBase]:
-    """Draw an update in place, a re-index, an edit compared with a fresh index, or a growth; shrinks toward
-    copying a gold chunk onto the chunk sharing most query words, at the smallest k."""
+def lifecycle_changes(world: World, *, ks: Sequence[int], delta: bool = True, **_: object) -> st.SearchStrategy[PerturbationBase]:
+    """Draw an update in place, an add of an id already held (retrievers taking deltas), a re-index, an edit
+    compared with a fresh index, or a growth; shrinks toward copying a gold chunk onto the chunk sharing most
+    query words, at the smallest k."""
 
     def grow(factor: int) -> Grow:
         count = min(max(_MIN_GROWTH, factor * len(world.corpus)), _MAX_GROWTH)
@@ -237,6 +270,8 @@ def lifecycle_changes(world: World, *, ks: Sequence[int], **_: object) -> st.Sea
                 source=st.sampled_from(sources),
             )
         )
+        if delta:
+            choices.append(st.builds(AddExisting, k=ks_strategy(ks), target=st.sampled_from(targets), source=st.sampled_from(sources)))
         removed = st.lists(st.sampled_from(matching), min_size=1, max_size=min(2, len(matching)), unique=True).map(tuple)
         choices.append(st.builds(Reindex, k=ks_strategy(ks), removed=removed))
         copy = st.sampled_from(targets).map(lambda t: (attrs.evolve(world.corpus[sources[0]], id=t),))
@@ -274,16 +309,51 @@ def _content(chunk: Chunk) -> tuple[object, ...]:
     return (chunk.text, chunk.source, chunk.tenant, chunk.version, chunk.effective_from, chunk.superseded_by, chunk.metadata)
 
 
-def updated_copy_ties(base: Observation, follow: Observation) -> Verdict:
-    """Verdict that a chunk updated to a copy of another chunk's content scores exactly like it (pure)."""
+def _copies(base: Observation, follow: Observation) -> list[tuple[str, str]]:
+    """(changed id, id of the chunk whose content it now has) for every chunk the follow-up corpus changed."""
     corpus = follow.world.corpus
-    pairs = [
+    return [
         (chunk.id, other.id)
         for chunk in corpus
         if base.world.corpus.get(chunk.id) not in (None, chunk)
         for other in corpus
         if other.id != chunk.id and _content(other) == _content(chunk)
     ]
+
+
+def added_existing_one_version(base: Observation, follow: Observation) -> Verdict:
+    """Verdict that after `add` of an id the instance held, with another chunk's content, the instance holds one
+    version of it: the ranking is unchanged (the add was refused or ignored) or the copy ties with its original
+    when both are returned (the add replaced the chunk) (pure)."""
+    pairs = _copies(base, follow)
+    if not pairs:
+        return Verdict.not_applicable("no chunk was added again with another chunk's content")
+    unchanged = compare_up_to_ties(base.ranking.hits, follow.ranking.hits)
+    if unchanged.holds:
+        return Verdict.ok("the ranking is unchanged: the add was refused or ignored, and the old version is held")
+    scores = {hit.id: hit.score for hit in follow.ranking.hits}
+    judged = [(added, original) for added, original in pairs if added in scores and original in scores]
+    if not judged:
+        return Verdict.not_applicable(
+            "the add changed the ranking, but the re-added chunk and its original are not both returned, so which "
+            "version is held cannot be told"
+        )
+    for added, original in judged:
+        a, b = scores[added], scores[original]
+        if a is None or b is None:
+            return Verdict.not_applicable("the retriever gives no scores, so ties cannot be judged")
+        if not scores_tied(a, b):
+            return Verdict.broken(
+                f"chunk {added!r} was added again (an id the index held) with the content of {original!r}: the ranking "
+                f"changed ({unchanged.detail}), yet it scores {a:.6g} against {b:.6g}, so the index holds neither "
+                "version alone (the old one was not replaced, nor the add refused)"
+            )
+    return Verdict.ok("the re-added chunk scores like its original: the add replaced the old version")
+
+
+def updated_copy_ties(base: Observation, follow: Observation) -> Verdict:
+    """Verdict that a chunk updated to a copy of another chunk's content scores exactly like it (pure)."""
+    pairs = _copies(base, follow)
     if not pairs:
         return Verdict.not_applicable("no chunk was updated to a copy of another")
     scores = {hit.id: hit.score for hit in follow.ranking.hits}
@@ -350,6 +420,24 @@ RELATIONS = (
             "scores depend on a chunk's content (text, metadata, tenant, versions), not on its id: two chunks with "
             "equal content score equally in the same run; exact search",
             "judged only when both are returned: a retriever may drop one of two identical chunks",
+        ),
+    ),
+    Relation(
+        name="lifecycle.added_existing_one_version",
+        exact_search=True,
+        family="lifecycle",
+        summary="after add() of an id the index holds, with a gold chunk's content, the index holds one version: the ranking is unchanged (refused or ignored) or the copy ties with the gold chunk (replaced)",
+        target="ranking@k",
+        direction=Direction.EQUAL,
+        severity=Severity.HARD,
+        check=added_existing_one_version,
+        applies_to=("AddExisting",),
+        assumptions=(
+            "libraries differ on an add of an id they hold (upsert, error, ignored add): each is accepted; a refused "
+            "add leaves the instance as it was, so the same call ranks alike (deterministic retriever)",
+            "scores depend on a chunk's content, not on its id: an accepted copy scores like its original in the "
+            "same run; exact search; judged only when both are returned",
+            "an id returned twice is the retriever contract's to report (contract.valid_response)",
         ),
     ),
     Relation(
@@ -430,11 +518,11 @@ def _applicable(world: World) -> str | None:
 
 FAMILY = Family(
     name="lifecycle",
-    summary="update a chunk in place, re-index, compare an edit with a fresh index, grow the corpus x2/x4",
+    summary="update a chunk in place, add an id already held, re-index, compare an edit with a fresh index, grow the corpus x2/x4",
     relations=RELATIONS,
     draw=lifecycle_changes,
     applicable=_applicable,
     edits_corpus=True,
-    perturbation_types=(UpdateChunk, Reindex, AgainstFresh, Grow),
+    perturbation_types=(UpdateChunk, AddExisting, Reindex, AgainstFresh, Grow),
     max_examples=15,
 )

@@ -61,6 +61,12 @@ def query_edits(world: World, *, ks: Sequence[int], **_: object) -> st.SearchStr
     return st.builds(EditQuery, k=ks_strategy(ks), edit=st.sampled_from(EDITS))
 
 
+def every_edit(world: World, *, ks: Sequence[int], **_: object) -> tuple[EditQuery, ...]:
+    """Each edit once, the cutoffs taken in turn: the whole space of edits in as many examples."""
+    ordered = sorted(set(ks))
+    return tuple(EditQuery(k=ordered[n % len(ordered)], edit=edit) for n, edit in enumerate(EDITS))
+
+
 # Whitespace and ASCII punctuation except "_" (a word character for \w-based tokenizers).
 _SEPARATORS = re.compile(r"[\s!-/:-@\[-\^`{-~]+")
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
@@ -142,4 +148,6 @@ FAMILY = Family(
     perturbation_types=(EditQuery,),
     draw=query_edits,
     applicable=_applicable,
+    max_examples=10,
+    explicit=every_edit,
 )

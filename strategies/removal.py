@@ -155,4 +155,5 @@ FAMILY = Family(
     draw=removals,
     applicable=_applicable,
     edits_corpus=True,
+    max_examples=12,
 )

@@ -144,4 +144,5 @@ FAMILY = Family(
     draw=reorderings,
     applicable=_applicable,
     edits_corpus=True,
+    max_examples=10,
 )

@@ -106,6 +106,29 @@ def repeats(
     return st.one_of(repeat, trip)
 
 
+def first_repeats(
+    world: World, *, ks: Sequence[int], delta: bool = False, filters: bool = True, **_: object
+) -> tuple[PerturbationBase, ...]:
+    """The repeats tried first, at the largest k (all in the space `repeats` draws from): the call asked twice
+    in a row, then again after one call of each other k and filters; for delta retrievers, two chunks (gold
+    first) removed in one delta and restored, and a chunk added and removed again."""
+    top = max(ks)
+    choices = [world.params.filters] + ([Filters(), Filters(current_only=True)] if filters else [])
+    others = [Params(k, f) for k, f in zip((min(ks), top * 2, top, min(ks)), dict.fromkeys(choices))]
+    if len(others) < 2:
+        others.append(Params(top * 2, world.params.filters))
+    found: list[PerturbationBase] = [RepeatCall(k=top), RepeatCall(k=top, between=tuple(others[:4]))]
+    if delta:
+        gold = [i for i in world.case.gold_ids if i in world.corpus]
+        removable = gold + [c.id for c in world.corpus.chunks[:20] if c.id not in gold]
+        if removable:
+            # Two ids in one delta: index bookkeeping that shifts positions on a removal shows only then.
+            found.append(RoundTrip(k=top, remove=tuple(removable[:2])))
+        filler = vocabulary().filler_for("")
+        found.append(RoundTrip(k=top, add=(Chunk(fresh_id(world.corpus, "roundtrip-0"), filler[0], tenant=world.case.tenant),)))
+    return tuple(found)
+
+
 def _identical(base: Observation, follow: Observation) -> Verdict:
     if any(not h.has_finite_score for h in base.ranking.hits):
         same = base.ranking.ids == follow.ranking.ids
@@ -166,4 +189,6 @@ FAMILY = Family(
     relations=RELATIONS,
     perturbation_types=(RepeatCall, RoundTrip),
     draw=repeats,
+    explicit=first_repeats,
+    max_examples=10,
 )

@@ -5,6 +5,12 @@ has answered other calls (other k and filters), a fresh instance over the same c
 state the base instance carries from its history shows; and a fresh instance over the corpus without a chunk
 must never return that chunk, so state shared *between* instances (class-level caches, mutable defaults,
 module globals) shows.
+
+State shared between instances lives in the process, not in the instance, so a violation it causes is
+reproduced (and its corpus minimised) only when the plan itself makes the calls that create that state. Each
+plan here does: the other instance is built and asked inside the plan. The third check makes the other
+direction explicit: building and asking an instance over another corpus must not change what the base
+instance answers (a module-level index or client that the newest instance replaces).
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from ragmorph.relations import (
 
 from ._core import Family, PerturbationBase, check_never, corpus_diff, ks_strategy, query_tokens
 
-__all__ = ["FAMILY", "RELATIONS", "FreshAfterCalls", "FreshWithout", "fresh_checks"]
+__all__ = ["FAMILY", "RELATIONS", "AnotherInstance", "FreshAfterCalls", "FreshWithout", "fresh_checks"]
 
 _CANDIDATES = 12
 
@@ -72,6 +78,29 @@ class FreshWithout(PerturbationBase):
         return self.ids
 
 
+@attrs.frozen
+class AnotherInstance(PerturbationBase):
+    """The base instance answers the base call; an instance over the corpus without `ids` is built and asked
+    (at k + 1, a call no other plan makes, so the call cache never answers it instead); the base instance
+    answers the base call again."""
+
+    family: ClassVar[str] = "state"
+    k: int
+    ids: tuple[str, ...]
+
+    def plan(self, world: World) -> Plan:
+        """Base call on the base instance (uncached), the other instance's call, the base call again."""
+        base = self.base(world)
+        other = attrs.evolve(world, corpus=world.corpus.without(self.ids), params=attrs.evolve(base.params, k=self.k + 1))
+        return Plan(
+            (Call(base, Instance.SAME, role=Role.BASE), Call(other, Instance.FRESH), Call(base, Instance.SAME, role=Role.FOLLOW))
+        )
+
+    def referenced_ids(self) -> tuple[str, ...]:
+        """The ids the other instance does not hold."""
+        return self.ids
+
+
 def fresh_checks(world: World, *, ks: Sequence[int], filters: bool = True, **_: object) -> st.SearchStrategy[PerturbationBase]:
     """Draw a fresh-instance comparison; shrinks toward no calls in between, or the removal of the chunk sharing
     most query words, at the smallest k."""
@@ -89,12 +118,10 @@ def fresh_checks(world: World, *, ks: Sequence[int], filters: bool = True, **_: 
     candidates = [i for shared, _, i in sorted(rows, key=lambda r: (-r[0], r[1])) if shared][:_CANDIDATES]
     if not candidates:
         return after
-    without = st.builds(
-        lambda k, ids: FreshWithout(k=k, ids=tuple(ids)),
-        ks_strategy(ks),
-        st.lists(st.sampled_from(candidates), min_size=1, max_size=1),
-    )
-    return st.one_of(without, after)
+    one = st.lists(st.sampled_from(candidates), min_size=1, max_size=1).map(tuple)
+    without = st.builds(FreshWithout, k=ks_strategy(ks), ids=one)
+    another = st.builds(AnotherInstance, k=ks_strategy(ks), ids=one)
+    return st.one_of(without, another, after)
 
 
 def _agrees(base: Observation, follow: Observation) -> Verdict:
@@ -114,6 +141,17 @@ def _fresh_never_removed(base: Observation, follow: Observation) -> Verdict:
     return verdict
 
 
+def _unaffected(base: Observation, follow: Observation) -> Verdict:
+    verdict = compare_up_to_ties(base.ranking.hits, follow.ranking.hits)
+    if not verdict.holds:
+        return Verdict.broken(
+            f"building and asking another instance over a smaller corpus changed what this instance answers: "
+            f"{verdict.detail}; state is shared between instances (a module-level index, client or cache that the "
+            "newest instance replaces)"
+        )
+    return verdict
+
+
 RELATIONS = (
     Relation(
         name="state.fresh_instance_agrees",
@@ -126,6 +164,20 @@ RELATIONS = (
         check=_agrees,
         applies_to=("FreshAfterCalls",),
         assumptions=("deterministic retriever: building an index twice over one corpus gives the same index; exact search",),
+    ),
+    Relation(
+        name="state.other_instance_no_effect",
+        family="state",
+        summary="building and asking another instance (over the corpus without a chunk) leaves what this instance answers unchanged (up to ties)",
+        target="ranking@k",
+        direction=Direction.INVARIANT_UP_TO_TIES,
+        severity=Severity.HARD,
+        check=_unaffected,
+        applies_to=("AnotherInstance",),
+        assumptions=(
+            "instances share no index state (each factory call builds its own index)",
+            "deterministic retriever: the same call on an instance nothing else changed ranks alike",
+        ),
     ),
     Relation(
         name="state.fresh_never_returns_removed",
@@ -143,10 +195,10 @@ RELATIONS = (
 
 FAMILY = Family(
     name="state",
-    summary="compare with a fresh instance: after other calls, and over the corpus without a chunk",
+    summary="compare with a fresh instance: after other calls, and over the corpus without a chunk; another instance leaves this one alone",
     relations=RELATIONS,
     draw=fresh_checks,
     edits_corpus=True,
-    perturbation_types=(FreshAfterCalls, FreshWithout),
+    perturbation_types=(FreshAfterCalls, FreshWithout, AnotherInstance),
     max_examples=10,
 )

@@ -190,4 +190,5 @@ FAMILY = Family(
     draw=supersessions,
     applicable=_applicable,
     edits_corpus=True,
+    max_examples=10,
 )

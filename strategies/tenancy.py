@@ -193,4 +193,5 @@ FAMILY = Family(
     perturbation_types=(ApplyTenantFilter, AskAsOtherTenant),
     draw=tenant_changes,
     applicable=_applicable,
+    max_examples=8,
 )

@@ -98,6 +98,7 @@ class Edit(enum.Enum):
     DELTA = "delta"  # add(chunks) / remove(ids)
     UPDATE = "update"  # update(chunks): the same ids with new content
     INDEX = "index"  # index(corpus) on the existing instance
+    ADD = "add"  # add(chunks) of ids the instance already holds: an upsert, a rejection or an ignored add
 
 
 class Role(enum.Enum):

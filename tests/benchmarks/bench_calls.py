@@ -1,13 +1,15 @@
-"""Retriever calls per case against what they find: the bug zoo (detection) and correct retrievers (soundness).
+"""Retriever calls per case against what they find, the full budget and the adaptive one side by side.
 
-The baseline for spending fewer calls per verdict (issue 15, item 4): a change that saves calls must keep every
-zoo bug detected and every correct retriever free of hard failures. Printed per retriever: detected (a hard
-relation failed), calls per case (the report's own `retriever_calls`, summed over a case's units: calls the
-retriever answered, cache hits excluded), and of those the calls spent shrinking violations.
+Spending fewer calls per verdict (issue 15, item 4) must keep every planted bug of both zoos detected and every
+correct retriever free of hard failures. Each table runs the same inputs twice in this process: with
+`budget="full"` (every family draws `max_examples`, no draw skipped: the settings before adaptive budgets) and
+with the default `budget="adaptive"`. Printed per retriever: detected (a hard relation failed) and calls per case
+(the report's own `summary.calls_by_retriever`: calls the retriever answered, cache hits excluded, shrinking and
+minimisation included).
 
-    python tests/benchmarks/bench_calls.py [--jobs 2] [--seed 0] [--worlds 6]
+    python tests/benchmarks/bench_calls.py [--jobs 2] [--seed 0] [--worlds 6] [--zoo zoo,zoo2,correct]
 
-Uses the demo world with default check() settings for the zoo, and `ragmorph.worlds.generate` worlds of 12 to
+Uses the demo world with default check() settings for the zoos, and `ragmorph.worlds.generate` worlds of 12 to
 60 chunks for the correct retrievers. Runs on `--jobs` processes (the report is the serial one).
 """
 
@@ -21,8 +23,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from quality.zoo2.bugs import ZOO2  # noqa: E402
 from ragmorph.adapters import BM25Retriever, DenseRetriever  # noqa: E402
-from ragmorph.runner import check  # noqa: E402
+from ragmorph.runner import BUDGETS, check  # noqa: E402
 from ragmorph.worlds import demo_world, generate  # noqa: E402
 from support.reference_bm25 import ReferenceBM25  # noqa: E402
 from support.zoo import ZOO  # noqa: E402
@@ -31,60 +34,82 @@ CORRECT = {"bm25": BM25Retriever, "dense": DenseRetriever, "reference_bm25": Ref
 TRAITS = {"bm25": ["lexical", "normalising"], "reference_bm25": ["lexical", "normalising"]}
 
 
-def calls(report: dict[str, Any], retriever: str) -> tuple[int, int, int]:
-    """(calls, calls spent shrinking, cases) of one retriever in a report; every row of a unit carries its calls."""
-    units: dict[tuple[str, str], int] = {}
-    shrinking = 0
-    for row in report["results"]:
-        if row["retriever"] != retriever:
-            continue
-        units[(row["case"], row["strategy"])] = row["retriever_calls"]
-        if row.get("violation"):
-            shrinking += row["violation"].get("calls_shrinking") or 0
-    cases = len({case for case, _ in units})
-    return sum(units.values()), shrinking, cases
+def hard_failures(report: dict[str, Any], retriever: str) -> list[str]:
+    """The hard relations `retriever` failed in `report`."""
+    return sorted({r["relation"] for r in report["results"]
+                   if r["retriever"] == retriever and r["status"] == "fail" and r["severity"] == "hard"})
+
+
+def spent(report: dict[str, Any], retriever: str) -> tuple[int, int]:
+    """(retriever calls, retriever x case pairs) of one retriever, from the report's summary."""
+    entry = report["summary"]["calls_by_retriever"].get(retriever, {"retriever_calls": 0, "cases": 0})
+    return entry["retriever_calls"], entry["cases"]
+
+
+def zoo_table(title: str, members: dict[str, Any], args: argparse.Namespace) -> None:
+    """One row per planted bug: detected and calls per case under each budget."""
+    world = demo_world()
+    reports, seconds = {}, {}
+    for budget in BUDGETS:
+        started = time.perf_counter()
+        reports[budget] = check(members, world.corpus, world.cases, seed=args.seed, jobs=args.jobs, budget=budget).to_dict()
+        seconds[budget] = time.perf_counter() - started
+    print(f"{title}: {len(members)} planted bugs on the demo world ({len(world.corpus)} chunks, {len(world.cases)} cases), "
+          f"seed {args.seed}; " + ", ".join(f"{b} {seconds[b]:.0f} s" for b in BUDGETS))
+    header = f"{'bug':36} " + " ".join(f"{b + ' found':>14} {b + ' calls':>14}" for b in BUDGETS) + "  hard relations failed (adaptive)"
+    print(header + "\n" + "-" * len(header))
+    totals = {b: [0, 0, 0] for b in BUDGETS}
+    for name in members:
+        cells = []
+        for budget in BUDGETS:
+            failed = hard_failures(reports[budget], name)
+            calls, cases = spent(reports[budget], name)
+            totals[budget][0] += bool(failed)
+            totals[budget][1] += calls
+            totals[budget][2] += cases
+            cells.append(f"{'yes' if failed else 'NO':>14} {calls / max(1, cases):14.0f}")
+        print(f"{name:36} " + " ".join(cells) + "  " + ", ".join(hard_failures(reports["adaptive"], name)))
+    print(f"{'detected / mean calls per case':36} " + " ".join(
+        f"{f'{t[0]}/{len(members)}':>14} {t[1] / max(1, t[2]):14.0f}" for t in totals.values()) + "\n")
+
+
+def correct_table(args: argparse.Namespace) -> None:
+    """Hard failures (must be 0) and calls per case of the correct retrievers over generated worlds."""
+    rows = {budget: {name: [0, 0, 0] for name in CORRECT} for budget in BUDGETS}
+    started = time.perf_counter()
+    for seed in range(args.worlds):
+        generated = generate(seed, chunks=12 + 48 * seed // max(1, args.worlds - 1), cases=3)
+        for budget in BUDGETS:
+            report = check(CORRECT, generated.corpus, generated.cases, seed=args.seed, traits=TRAITS, jobs=args.jobs,
+                           budget=budget).to_dict()
+            for name in CORRECT:
+                calls, cases = spent(report, name)
+                rows[budget][name][0] += len(hard_failures(report, name))
+                rows[budget][name][1] += calls
+                rows[budget][name][2] += cases
+    print(f"soundness: {args.worlds} generated worlds of 12-60 chunks, 3 cases each, {time.perf_counter() - started:.0f} s")
+    header = f"{'correct retriever':36} " + " ".join(f"{b + ' hard fails':>19} {b + ' calls':>14}" for b in BUDGETS)
+    print(header + "\n" + "-" * len(header))
+    for name in CORRECT:
+        print(f"{name:36} " + " ".join(
+            f"{rows[b][name][0]:19} {rows[b][name][1] / max(1, rows[b][name][2]):14.0f}" for b in BUDGETS))
 
 
 def main() -> int:
-    """Print the zoo and soundness tables."""
+    """Print the zoo tables and the soundness table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--worlds", type=int, default=6, help="generated worlds for the correct retrievers")
+    parser.add_argument("--zoo", default="zoo,zoo2,correct", help="which tables to print")
     args = parser.parse_args()
-    world = demo_world()
-    started = time.perf_counter()
-    zoo = {member.name: member.factory for member in ZOO}
-    report = check(zoo, world.corpus, world.cases, seed=args.seed, jobs=args.jobs).to_dict()
-    print(f"zoo: {len(ZOO)} planted bugs on the demo world ({len(world.corpus)} chunks, {len(world.cases)} cases), "
-          f"seed {args.seed}, default settings, {time.perf_counter() - started:.0f} s")
-    header = f"{'bug':34} {'detected':8} {'calls/case':>10} {'shrinking/case':>14}  hard relations failed"
-    print(header + "\n" + "-" * len(header))
-    total = detected = 0
-    for member in ZOO:
-        spent, shrinking, cases = calls(report, member.name)
-        hard = sorted({r["relation"] for r in report["results"]
-                       if r["retriever"] == member.name and r["status"] == "fail" and r["severity"] == "hard"})
-        detected += bool(hard)
-        total += spent
-        print(f"{member.name:34} {'yes' if hard else 'no':8} {spent / cases:10.0f} {shrinking / cases:14.0f}  {', '.join(hard)}")
-    print(f"detected {detected}/{len(ZOO)}; mean calls per case {total / (len(ZOO) * len(world.cases)):.0f}\n")
-
-    started = time.perf_counter()
-    header = f"{'correct retriever':34} {'hard fails':>10} {'calls/case':>10}"
-    rows: dict[str, list[int]] = {name: [0, 0, 0] for name in CORRECT}
-    for seed in range(args.worlds):
-        generated = generate(seed, chunks=12 + 48 * seed // max(1, args.worlds - 1), cases=3)
-        found = check(CORRECT, generated.corpus, generated.cases, seed=args.seed, traits=TRAITS, jobs=args.jobs).to_dict()
-        for name in CORRECT:
-            spent, _, cases = calls(found, name)
-            rows[name][0] += sum(1 for r in found["results"] if r["retriever"] == name and r["status"] == "fail" and r["severity"] == "hard")
-            rows[name][1] += spent
-            rows[name][2] += cases
-    print(f"soundness: {args.worlds} generated worlds of 12-60 chunks, 3 cases each, {time.perf_counter() - started:.0f} s")
-    print(header + "\n" + "-" * len(header))
-    for name, (fails, spent, cases) in rows.items():
-        print(f"{name:34} {fails:>10} {spent / max(1, cases):10.0f}")
+    tables = args.zoo.split(",")
+    if "zoo" in tables:
+        zoo_table("zoo", {member.name: member.factory for member in ZOO}, args)
+    if "zoo2" in tables:
+        zoo_table("zoo2", {member.name: member.factory for member in ZOO2}, args)
+    if "correct" in tables:
+        correct_table(args)
     return 0
 
 

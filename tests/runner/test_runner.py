@@ -113,10 +113,13 @@ def test_report_from_results_is_order_independent_and_has_the_contract_shape() -
     assert data["schema"] == "ragmorph.report/1"
     assert set(data) == {"schema", "manifest", "results", "metrics", "queries", "slices", "summary", "suggestions"}
     assert set(data["manifest"]) == {"ragmorph_version", "created", "corpus", "cases", "retrievers", "strategies", "seed", "settings"}
-    assert set(data["manifest"]["settings"]) == {"max_examples", "derandomize", "ks", "timeout"}
+    assert set(data["manifest"]["settings"]) == {"max_examples", "derandomize", "ks", "timeout", "budget"}
     row = data["results"][0]
     assert set(row) == {"retriever", "case", "strategy", "relation", "severity", "status", "examples", "retriever_calls", "reason", "rate", "violation"}
-    assert set(data["summary"]) == {"pass", "fail", "error", "not_applicable", "hard_failures", "soft_breaks", "exit_code"}
+    assert set(data["summary"]) == {
+        "pass", "fail", "error", "not_applicable", "hard_failures", "soft_breaks", "exit_code", "retriever_calls",
+        "calls_per_case", "calls_by_retriever",
+    }
     name = units[0].retriever.name
     assert {"P@1", "R@10", "GroupR@5"} <= set(data["metrics"][name])
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from ragmorph.adapters import BM25Retriever, DenseRetriever
 from ragmorph.runner import check
-from quality.zoo2.plain import PlainBM25, PlainBM25TiesByIdDesc, PlainNFKCBM25
+from quality.zoo2.plain import PlainBM25, PlainBM25IgnoresReadd, PlainBM25TiesByIdDesc, PlainNFKCBM25
 from support.generators import worlds
 from support.reference_bm25 import ReferenceBM25
 
@@ -18,7 +18,8 @@ _NESTED = [h for h in HealthCheck if h.name in {"nested_given", "too_slow", "dat
 
 # The built-ins and the brute-force reference, plus user-style adapters (tests/quality/zoo2/plain.py) that keep an
 # index and edit it with add/remove/update/index deltas, break score ties another way (by descending id), and
-# implement every filter themselves; one normalises Unicode (NFKC) in chunks and queries alike.
+# implement every filter themselves; one normalises Unicode (NFKC) in chunks and queries alike; one ignores an add
+# of an id it holds (Chroma's way) where the others upsert or, the built-ins, refuse it.
 CORRECT = {
     "bm25": BM25Retriever,
     "dense": DenseRetriever,
@@ -26,6 +27,7 @@ CORRECT = {
     "plain_bm25": PlainBM25,
     "plain_ties_by_id_desc": PlainBM25TiesByIdDesc,
     "plain_nfkc": PlainNFKCBM25,
+    "plain_ignores_readd": PlainBM25IgnoresReadd,
 }
 # The lexical trait is what the hard distractor, depth and growth relations presume, normalising what the hard
 # query relation presumes, unicode_normalising what the hard Unicode query relation presumes. The BM25s keep
@@ -39,6 +41,7 @@ TRAITS = {
     "plain_bm25": ["lexical", "normalising", "exact_deltas"],
     "plain_ties_by_id_desc": ["lexical", "normalising", "exact_deltas"],
     "plain_nfkc": ["lexical", "unicode_normalising", "exact_deltas"],
+    "plain_ignores_readd": ["lexical", "normalising", "exact_deltas"],
 }
 
 

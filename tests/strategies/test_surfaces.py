@@ -138,3 +138,19 @@ def test_odd_queries_cover_every_kind_and_share_no_word_when_asked(data: st.Data
         assert drawn.query and not set(query_tokens(drawn.query)) & held
     if drawn.kind in ("punctuation", "stopwords"):
         assert not set(query_tokens(drawn.query)) & set(query_tokens("leave policy"))
+
+
+def test_added_existing_one_version_accepts_an_unchanged_ranking_or_a_tied_copy() -> None:
+    from ragmorph.strategies.lifecycle import added_existing_one_version
+
+    copied = CORPUS.replaced(Chunk("faq-1", "Leave policy", tenant="acme", metadata={"kind": "handbook", "area": "hr"}))
+    before = obs([("hr-1", 2.0), ("faq-1", 1.0)], k=3)
+    # Refused or ignored: the instance ranks as before.
+    assert added_existing_one_version(before, obs([("hr-1", 2.0), ("faq-1", 1.0)], k=3, corpus=copied)).holds
+    # Replaced: the copy ties with its original.
+    assert added_existing_one_version(before, obs([("hr-1", 2.0), ("faq-1", 2.0)], k=3, corpus=copied)).holds
+    # Neither: both versions are indexed under one id.
+    verdict = added_existing_one_version(before, obs([("faq-1", 3.0), ("hr-1", 2.0)], k=3, corpus=copied))
+    assert not verdict.holds and "neither version" in verdict.detail
+    assert not added_existing_one_version(before, obs([("faq-1", 3.0)], k=3, corpus=copied)).applicable
+    assert not added_existing_one_version(before, obs([("hr-1", 2.0)], k=3)).applicable

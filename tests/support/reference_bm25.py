@@ -121,7 +121,12 @@ class ReferenceBM25:
         return [Hit(chunk.id, score) for _, chunk, score in self.ranked(query, filters)[:k]]
 
     def add(self, chunks: Sequence[Chunk]) -> None:
-        """Append `chunks` (new ids) to the corpus held."""
+        """Append `chunks` (new ids) to the corpus held; an id it already holds is refused (ValueError), never
+        held twice."""
+        held = {chunk.id for chunk in self.chunks}
+        again = [chunk.id for chunk in chunks if chunk.id in held]
+        if again:
+            raise ValueError(f"ids already indexed: {again}")
         self.chunks = self.chunks + list(chunks)
 
     def remove(self, ids: Sequence[str]) -> None:

@@ -147,5 +147,9 @@ def sample_report() -> dict[str, Any]:
         "results": results,
         "metrics": {"bm25": _metrics(1.0), "cached-bm25": _metrics(0.8)},
         "summary": {"pass": 14, "fail": 1, "error": 1, "not_applicable": 4, "hard_failures": 1, "soft_breaks": 2,
-                    "exit_code": 1},
+                    "exit_code": 1, "retriever_calls": 551, "calls_per_case": 137.8,
+                    "calls_by_retriever": {
+                        "bm25": {"retriever_calls": 300, "cases": 2, "calls_per_case": 150.0},
+                        "cached-bm25": {"retriever_calls": 251, "cases": 2, "calls_per_case": 125.5},
+                    }},
     })

@@ -59,4 +59,17 @@ def reports(draw: st.DrawFn) -> dict[str, Any]:
         "soft_breaks": sum(1 for r in results if r["rate"] and r["rate"]["held"] < r["rate"]["tested"]),
         "exit_code": 1 if "fail" in statuses else (3 if "error" in statuses else 0),
     }
+    units = {(r["retriever"], r["case"], r["strategy"]): r["retriever_calls"] for r in results}
+    by_retriever: dict[str, dict[str, Any]] = {}
+    for (retriever, case, _), calls in units.items():
+        entry = by_retriever.setdefault(retriever, {"retriever_calls": 0, "cases": set()})
+        entry["retriever_calls"] += calls
+        entry["cases"].add(case)
+    for entry in by_retriever.values():
+        entry["cases"] = len(entry["cases"])
+        entry["calls_per_case"] = round(entry["retriever_calls"] / entry["cases"], 1)
+    total, pairs = sum(e["retriever_calls"] for e in by_retriever.values()), sum(e["cases"] for e in by_retriever.values())
+    report["summary"].update(
+        retriever_calls=total, calls_per_case=round(total / pairs, 1) if pairs else 0.0, calls_by_retriever=by_retriever
+    )
     return report

@@ -42,7 +42,8 @@ class DeltaRetriever(Retriever, Protocol):
     """A corpus-owning retriever that can apply a perturbation as a delta instead of a re-index."""
 
     def add(self, chunks: Sequence[Chunk]) -> None:
-        """Index `chunks` (ids not yet present)."""
+        """Index `chunks` (ids not yet present). An id already present may replace the old chunk, be refused
+        (raise) or be ignored, but is never held twice."""
         ...
 
     def remove(self, ids: Sequence[str]) -> None:

@@ -152,6 +152,11 @@ def _header(report: Mapping[str, Any]) -> str:
         ("hard failure" if summary.get("hard_failures") == 1 else "hard failures", summary.get("hard_failures", 0)),
         ("soft break" if summary.get("soft_breaks") == 1 else "soft breaks", summary.get("soft_breaks", 0)),
     ]
+    if "retriever_calls" in summary:  # reports written before calls were counted have none
+        totals += [
+            ("retriever call" if summary["retriever_calls"] == 1 else "retriever calls", summary["retriever_calls"]),
+            ("calls per retriever x case", f"{summary.get('calls_per_case', 0):g}"),
+        ]
     return (
         "<header><h1>ragmorph report</h1>"
         f'<div class="verdict {css}">exit code {_e(summary.get("exit_code"))}: {_e(meaning)}</div>'

@@ -53,6 +53,7 @@ def junit_tree(report: Mapping[str, Any]) -> ET.ElementTree:
         suite = ET.SubElement(root, "testsuite", name=_xml(f"ragmorph[{retriever}]"))
         properties = ET.SubElement(suite, "properties")
         info = described.get(retriever, {})
+        spent = report.get("summary", {}).get("calls_by_retriever", {}).get(retriever)
         for name, value in (
             ("retriever", retriever),
             ("retriever_description", info.get("description", "")),
@@ -61,6 +62,10 @@ def junit_tree(report: Mapping[str, Any]) -> ET.ElementTree:
             ("seed", manifest.get("seed", "")),
             ("corpus_fingerprint", manifest.get("corpus", {}).get("fingerprint", "")),
             ("cases_fingerprint", manifest.get("cases", {}).get("fingerprint", "")),
+            *(
+                (("retriever_calls", spent["retriever_calls"]), ("calls_per_case", f"{spent['calls_per_case']:g}"))
+                if spent else ()
+            ),
         ):
             ET.SubElement(properties, "property", name=name, value=_xml(value))
         for row in worst_slices(report, retriever):

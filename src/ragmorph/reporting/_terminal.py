@@ -132,6 +132,8 @@ def _totals(report: Mapping[str, Any], color: bool) -> str:
         f"{summary.get('not_applicable', 0)} not applicable · {plural(summary.get('hard_failures', 0), 'hard failure')}, "
         f"{plural(summary.get('soft_breaks', 0), 'soft break')} · exit code {code} ({EXIT_MEANING.get(code, 'unknown')})"
     )
+    if "retriever_calls" in summary:  # reports written before calls were counted have none
+        text += f" · {plural(summary['retriever_calls'], 'retriever call')} ({summary.get('calls_per_case', 0):g} per case)"
     style = {0: "pass", 1: "fail", 3: "error"}.get(code, "bold")
     return _paint(text, style, color)
 

@@ -14,7 +14,7 @@ from ..adapters import describe_capabilities, display_name
 from ..errors import RagmorphError, UsageError, describe
 from ..model import Case, Corpus, validate_cases
 from ..strategies import DEFAULT_SUITE, FAMILIES
-from ._engine import Result, Settings, Unit, execute
+from ._engine import BUDGETS, Result, Settings, Unit, execute
 from ._backends import EXECUTORS
 from ._backends import backend_for as _backend_for
 from ._backends import batches as _batches
@@ -29,6 +29,7 @@ from ._spec import spec_mapping as _spec_mapping
 from ._violation import MetricViolation, RetrieverViolation, Violation
 
 __all__ = [
+    "BUDGETS",
     "REPLAY_SCHEMA",
     "REPORT_SCHEMA",
     "EXECUTORS",
@@ -58,9 +59,17 @@ __all__ = [
 
 
 def _settings(
-    ks: Sequence[int], max_examples: int, derandomize: bool, timeout: float | None, replay_dir: Any, contract_unit: bool = False
+    ks: Sequence[int],
+    max_examples: int,
+    derandomize: bool,
+    timeout: float | None,
+    replay_dir: Any,
+    contract_unit: bool = False,
+    budget: str = "adaptive",
 ) -> Settings:
     ks = tuple(ks)
+    if budget not in BUDGETS:
+        raise UsageError(f"expected budget to be one of {list(BUDGETS)}, got budget={describe(budget)}")
     if not ks or any(isinstance(k, bool) or not isinstance(k, int) or k <= 0 for k in ks):
         raise UsageError(f"expected ks to be positive integers like (1, 3, 5, 10), got ks={describe(ks)}")
     if isinstance(max_examples, bool) or not isinstance(max_examples, int) or max_examples <= 0:
@@ -72,6 +81,7 @@ def _settings(
         timeout=timeout,
         replay_dir=None if replay_dir is None else str(Path(replay_dir)),
         contract_unit=contract_unit,
+        budget=budget,
     )
 
 
@@ -99,6 +109,7 @@ def plan(
     replay_dir: str | Path | None = None,
     timeout: float | None = None,
     traits: Mapping[str, Sequence[str]] | None = None,
+    budget: str = "adaptive",
 ) -> tuple[Unit, ...]:
     """The units of a run: every retriever x case x strategy family, each with a seed derived from `seed`."""
     if not isinstance(corpus, Corpus):
@@ -110,7 +121,7 @@ def plan(
     validate_cases(corpus, cases)
     specs = _spec_mapping(retrievers, traits)
     families = _strategies(strategies)
-    settings = _settings(ks, max_examples, derandomize, timeout, replay_dir, contract_unit="contract" in families)
+    settings = _settings(ks, max_examples, derandomize, timeout, replay_dir, contract_unit="contract" in families, budget=budget)
     return tuple(
         Unit(spec, corpus, case, family, settings, _derive_seed(seed, spec.name, case.id, family))
         for spec in specs
@@ -157,6 +168,7 @@ def check(
     executor: str | None = None,
     address: str | None = None,
     concurrency: int | None = None,
+    budget: str = "adaptive",
 ) -> CheckReport:
     """Run every retriever x case x strategy family and return the CheckReport.
 
@@ -170,12 +182,16 @@ def check(
     process, in threads (batches, and the calls of a plan on instances of their own), for retrievers that mostly
     wait (services). Every combination gives the
     report a serial run gives for the same seed, fail-fast included.
+
+    `budget` is one of BUDGETS: "adaptive" (default) lets each family draw what its perturbations need (at most
+    `max_examples`, fewer where its space is small or its bugs show early, and no draw for what is already
+    decided); "full" draws `max_examples` for every family, for thorough runs.
     """
     cases = tuple(cases)
     backend = _backend_for(executor, jobs=jobs, address=address, concurrency=concurrency)
     units = plan(
         retrievers, corpus, cases, strategies=strategies, ks=ks, max_examples=max_examples, seed=seed,
-        derandomize=derandomize, replay_dir=replay_dir, timeout=timeout, traits=traits,
+        derandomize=derandomize, replay_dir=replay_dir, timeout=timeout, traits=traits, budget=budget,
     )
     work = _batches(units)
     arrived: dict[int, tuple[tuple[Result, ...], ...]] = {}
@@ -209,6 +225,6 @@ def check(
         retrievers=specs,
         strategies=_strategies(strategies),
         seed=seed,
-        settings=units[0].settings if units else _settings(ks, max_examples, derandomize, timeout, replay_dir),
+        settings=units[0].settings if units else _settings(ks, max_examples, derandomize, timeout, replay_dir, budget=budget),
         descriptions=_descriptions(units),
     )

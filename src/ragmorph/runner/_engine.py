@@ -26,7 +26,7 @@ from ._search import search
 from ._spec import RetrieverSpec, start_world
 from ._violation import RetrieverViolation, observation_dict, perturbation_dict
 
-__all__ = ["Result", "Settings", "Unit", "execute"]
+__all__ = ["BUDGETS", "Result", "Settings", "Unit", "execute"]
 
 # Corpus minimisation spends at most this many probes (each builds a small fresh index).
 _MINIMISE_BUDGET = 120
@@ -41,6 +41,11 @@ _HISTORY_CALLS = 600
 _RELEVANCE_DEPTH = 200
 
 
+# How a unit spends its examples: "adaptive" (each family's own budget, nothing drawn twice), "full" (the run's
+# max_examples for every family).
+BUDGETS = ("adaptive", "full")
+
+
 @attrs.frozen
 class Settings:
     """Run settings every unit carries."""
@@ -53,10 +58,17 @@ class Settings:
     # True when the run has a contract unit for every case: other units then leave breaches on the base corpus
     # to it (one failure per case, not one per family) and report only those in worlds they edited.
     contract_unit: bool = False
+    budget: str = "adaptive"
 
     def to_dict(self) -> dict[str, Any]:
         """The manifest `settings` block."""
-        return {"max_examples": self.max_examples, "derandomize": self.derandomize, "ks": list(self.ks), "timeout": self.timeout}
+        return {
+            "max_examples": self.max_examples,
+            "derandomize": self.derandomize,
+            "ks": list(self.ks),
+            "timeout": self.timeout,
+            "budget": self.budget,
+        }
 
 
 @attrs.frozen
@@ -177,12 +189,17 @@ def _search(
     relations: Sequence[Relation],
     targets: set[str],
     tallies: dict[str, _Tally],
-    seen: set[str],
+    seen: dict[str, frozenset[str]],
     unit: Unit,
     state: dict[str, Any],
 ) -> _Violation | None:
-    """One Hypothesis run; raises inside the test for the first failing target relation so Hypothesis shrinks it."""
+    """One Hypothesis run; raises inside the test for the first failing target relation so Hypothesis shrinks it.
+
+    `seen` maps each perturbation judged in an earlier run of this unit to the relations it broke: a later run
+    (after a violation was shrunk) skips those that broke none of the targets left, without a call.
+    """
     shrinking = {"on": False}
+    adaptive = unit.settings.budget == "adaptive"
     delegate = None
     if unit.settings.contract_unit and unit.strategy != "contract":
         supports_filters = bool(executor.capabilities.supports_filters)
@@ -193,6 +210,9 @@ def _search(
     def test(perturbation: Any) -> _Violation | None:
         if state.get("error") is not None:
             return None
+        key = repr(perturbation)
+        if adaptive and not shrinking["on"] and key in seen and not seen[key] & targets:
+            return None  # judged by an earlier search of this unit: it cannot break what is left to find
         try:
             probe = executor.run(perturbation.plan(world))
         except RagmorphError as error:
@@ -200,10 +220,9 @@ def _search(
             # verdict; invalid responses do not get here (the probe records them as observations).
             state["error"] = error
             return None
-        key = repr(perturbation)
         fresh = not shrinking["on"] and key not in seen
         if fresh:
-            seen.add(key)
+            seen[key] = frozenset()
         if isinstance(probe, str):
             for relation in relations:
                 if relation_applies(relation, perturbation) and fresh:
@@ -216,6 +235,7 @@ def _search(
                 if relation is not VALID_RESPONSE and relation_applies(relation, perturbation):
                     tallies[relation.name].last_reason = _invalid_reason(broken)
         if fresh:
+            seen[key] = frozenset(r.name for r, v in verdicts if v.applicable and not v.holds)
             for relation, verdict in verdicts:
                 tally = tallies[relation.name]
                 if verdict.applicable:
@@ -241,14 +261,30 @@ def _search(
         first = [t.first_failure for t in tallies.values() if t.first_failure is not None]
         return first[-1] if first else None
 
+    family = FAMILIES[unit.strategy]
+    explicit: tuple[Any, ...] = ()
+    if adaptive and family.explicit is not None:
+        explicit = family.explicit(
+            world, ks=unit.settings.ks, delta=executor.supports_delta, filters=executor.capabilities.supports_filters
+        )
     return search(
         strategy,
         test,
-        max_examples=min(unit.settings.max_examples, FAMILIES[unit.strategy].max_examples or unit.settings.max_examples),
+        explicit=explicit,
+        # The explicit examples are part of the budget; Hypothesis draws at least one more.
+        max_examples=max(1, examples_for(unit) - len(explicit)),
         derandomize=unit.settings.derandomize,
         seed=unit.seed,
         on_flaky=flaky,
     )
+
+
+def examples_for(unit: Unit) -> int:
+    """The examples `unit` draws per search: its family's budget when adaptive (never above max_examples)."""
+    budget = FAMILIES[unit.strategy].max_examples
+    if unit.settings.budget == "full" or budget is None:
+        return unit.settings.max_examples
+    return min(unit.settings.max_examples, budget)
 
 
 def _same_breach(relation: Relation, first: Probe, probe: Probe) -> bool:
@@ -647,7 +683,7 @@ def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, ro
     rated = {r.name for r in active if r.exact_search and APPROXIMATE in executor.traits}
     strategy = family.draw(world, ks=unit.settings.ks, delta=executor.supports_delta, filters=executor.capabilities.supports_filters)
     targets = {r.name for r in active if r.severity is Severity.HARD and r.name not in rated}
-    seen: set[str] = set()
+    seen: dict[str, frozenset[str]] = {}
     state: dict[str, Any] = {"error": None}
     found: dict[str, RetrieverViolation] = {}
     while targets and state["error"] is None:

@@ -191,6 +191,8 @@ class Step:
     remove: tuple[str, ...] = ()
     update: tuple[Chunk, ...] = ()
     index: Corpus | None = attrs.field(default=None, eq=False)
+    # add(chunks) of ids the instance already holds (Edit.ADD); a rejecting add is an outcome, not an error.
+    upsert: tuple[Chunk, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (for replay files); `update` and `index` appear only when used."""
@@ -204,6 +206,8 @@ class Step:
             data["update"] = [c.to_dict() for c in self.update]
         if self.index is not None:
             data["index"] = [c.to_dict() for c in self.index]
+        if self.upsert:
+            data["upsert"] = [c.to_dict() for c in self.upsert]
         return data
 
     @classmethod
@@ -218,6 +222,7 @@ class Step:
             tuple(data.get("remove", ())),
             tuple(Chunk(**c) for c in data.get("update", ())),
             None if index is None else Corpus(Chunk(**c) for c in index),
+            tuple(Chunk(**c) for c in data.get("upsert", ())),
         )
 
 
@@ -407,6 +412,9 @@ class Executor:
             finally:
                 with retriever_errors(f"retriever {name}.update (undoing an update)"):
                     retriever.update(originals)
+        elif step.upsert:
+            with _added_again(retriever, step.upsert, [self.corpus[c.id] for c in step.upsert], name):
+                yield
         elif step.index is not None:
             with retriever_errors(f"retriever {name}.index"):
                 retriever.index(step.index)
@@ -501,13 +509,15 @@ class Executor:
             if delta is None:
                 return _NOT_A_DELTA
             return Step(query, params, delta[0], delta[1]), self._known(corpus, delta[0])
-        if edit is Edit.UPDATE:
-            if not (self.has_factory and self.capabilities.supports_update):
+        if edit is Edit.UPDATE or edit is Edit.ADD:
+            if edit is Edit.ADD and not self.supports_delta:
+                return _NO_DELTA
+            if edit is Edit.UPDATE and not (self.has_factory and self.capabilities.supports_update):
                 return _NO_UPDATE
             if len(corpus) != len(self.corpus) or any(c.id not in self.corpus for c in corpus):
                 return _NOT_AN_UPDATE
             changed = tuple(c for c in corpus if self.corpus[c.id] != c)
-            return Step(query, params, update=changed), corpus
+            return (Step(query, params, upsert=changed) if edit is Edit.ADD else Step(query, params, update=changed)), corpus
         if not (self.has_factory and self.capabilities.supports_index):
             return _NO_INDEX
         added = [c for c in corpus if c.id not in self.corpus]
@@ -526,7 +536,10 @@ class Executor:
             if isinstance(made, str):
                 return made
             step, known = made
-            state = ("edited", call.edit.value, self.corpus.fingerprint, step.add, step.remove, step.update, _fingerprint(step.index))
+            state = (
+                "edited", call.edit.value, self.corpus.fingerprint, step.add, step.remove, step.update, step.upsert,
+                _fingerprint(step.index),
+            )
             return _Job(self._key(state, query, params), query, params, known, step=step)
         reordering = _is_reordering(self.corpus, corpus)
         delta = None if reordering else _as_delta(self.corpus, corpus)
@@ -673,11 +686,12 @@ class Executor:
         for number, step in steps:
             remove = tuple(i for i in step.remove if i in self.corpus)
             update = tuple(c for c in step.update if c.id in self.corpus)
+            upsert = tuple(c for c in step.upsert if c.id in self.corpus)
             try:
                 known = self.corpus.with_chunks(step.add) if step.add else self.corpus
                 if step.index is not None:
                     known = self._known(step.index, [c for c in step.index if c.id not in self.corpus])
-                results[number] = self._on_instance(attrs.evolve(step, remove=remove, update=update), known)
+                results[number] = self._on_instance(attrs.evolve(step, remove=remove, update=update, upsert=upsert), known)
             except InvalidResponse as error:
                 results[number] = error
             except RagmorphError:
@@ -738,6 +752,34 @@ def run_after(
     base = observed[Role.BASE]
     follow = observed.get(Role.FOLLOW) or observation(plan.follow, Ranking())
     return Probe(base, follow, sources)
+
+
+@contextmanager
+def _added_again(retriever: Any, chunks: Sequence[Chunk], originals: Sequence[Chunk], name: str) -> Iterator[None]:
+    """`retriever.add(chunks)` of ids it already holds, undone on the way out.
+
+    Libraries differ here (an upsert, an error, an add ignored with a warning) and each is correct, so an add
+    that raises is an outcome: the instance is asked as it is. Undone by `rollback` when the retriever has
+    checkpoints, else by `update(originals)`, else by adding the originals again (the same upsert backwards).
+    """
+    revertible = callable(getattr(retriever, "checkpoint", None)) and callable(getattr(retriever, "rollback", None))
+    token = retriever.checkpoint() if revertible else None
+    try:
+        with retriever_errors(f"retriever {name}.add (of ids it already holds)"):
+            retriever.add(list(chunks))
+        accepted = True
+    except RagmorphError:
+        accepted = False  # rejected: nothing to undo unless a checkpoint says otherwise
+    try:
+        yield
+    finally:
+        if revertible:
+            with retriever_errors(f"retriever {name}.rollback"):
+                retriever.rollback(token)
+        elif accepted:
+            undo = retriever.update if callable(getattr(retriever, "update", None)) else retriever.add
+            with retriever_errors(f"retriever {name} (undoing an add of ids it already held)"):
+                undo(list(originals))
 
 
 def _fingerprint(corpus: Corpus | None) -> str | None:

@@ -39,6 +39,11 @@ def _declared_traits(spec: RetrieverSpec) -> frozenset[str]:
         return frozenset(spec.traits)
 
 
+def _per(calls: int, cases: int) -> float:
+    """Calls per retriever x case, to one decimal (0.0 for a run without cases)."""
+    return round(calls / cases, 1) if cases else 0.0
+
+
 class ViolationsFound(AssertionError):
     """`CheckReport.assert_ok()` failed: the message is the triaged summary (groups, worst first, replays)."""
 
@@ -124,14 +129,37 @@ class CheckReport:
         )
 
     @property
-    def summary(self) -> dict[str, int]:
-        """Counts per status, hard failures, soft relations that broke at least once, and the exit code."""
+    def summary(self) -> dict[str, Any]:
+        """Counts per status, hard failures, soft relations that broke at least once, the exit code, and the
+        retriever calls the run spent (cache hits excluded), in all and per retriever x case."""
         counts = {status: 0 for status in ("pass", "fail", "error", "not_applicable")}
         for row in self.results:
             counts[row.status] += 1
         hard = sum(1 for r in self.results if r.status == "fail" and r.severity == "hard")
         soft = sum(1 for r in self.results if r.severity == "soft" and r.rate is not None and r.rate[0] < r.rate[1])
-        return {**counts, "hard_failures": hard, "soft_breaks": soft, "exit_code": self.exit_code}
+        # Every row of a unit carries the unit's calls: count each unit once.
+        units: dict[tuple[str, str, str], int] = {}
+        for row in self.results:
+            units[(row.retriever, row.case, row.strategy)] = row.retriever_calls
+        spent: dict[str, list[int]] = {}
+        for (retriever, case, _), calls in units.items():
+            entry = spent.setdefault(retriever, [0, 0])
+            entry[0] += calls
+        for retriever, case in {(r, c) for r, c, _ in units}:
+            spent[retriever][1] += 1
+        total, pairs = sum(c for c, _ in spent.values()), sum(n for _, n in spent.values())
+        return {
+            **counts,
+            "hard_failures": hard,
+            "soft_breaks": soft,
+            "exit_code": self.exit_code,
+            "retriever_calls": total,
+            "calls_per_case": _per(total, pairs),
+            "calls_by_retriever": {
+                name: {"retriever_calls": calls, "cases": cases, "calls_per_case": _per(calls, cases)}
+                for name, (calls, cases) in sorted(spent.items())
+            },
+        }
 
     @property
     def exit_code(self) -> int:

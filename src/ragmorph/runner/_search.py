@@ -5,10 +5,10 @@ Both the retriever runner and the evaluator mode search through `search()`; shri
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis import HealthCheck, Phase, Verbosity, example, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.errors import Flaky
@@ -34,8 +34,12 @@ def search(
     derandomize: bool,
     seed: int,
     on_flaky: Callable[[], Found | None],
+    explicit: Sequence[Any] = (),
 ) -> Found | None:
     """Draw up to `max_examples` values of `strategy` and call `test` on each; None when every call returned None.
+
+    The `explicit` values are tested first, in order (Hypothesis's explicit examples: a failing one is returned
+    as it is, not shrunk).
 
     A value for which `test` returns something is a failure: Hypothesis shrinks it and the failure of the
     shrunk example is returned. When a failure does not repeat on Hypothesis's replay (state or randomness in
@@ -48,6 +52,9 @@ def search(
             raise _Failed(found)
 
     run = given(strategy)(run_one)
+    # Hypothesis runs explicit examples last-applied first.
+    for value in reversed(explicit):
+        run = example(value)(run)
     # No example database is used, so skip Hypothesis's key for it: a digest of the test's source code, which
     # it would otherwise re-read and tokenize for every search.
     run._hypothesis_internal_database_key = b"ragmorph-runner"  # type: ignore[attr-defined]

@@ -97,6 +97,33 @@ class UpsertDuplicates(PlainBM25):
         return [Hit(row.split("\x00")[0], score) for row, score in self.ranked(query, filters)[:k]]
 
 
+class AddExistingMerges(PlainBM25):
+    """Bug: `add()` of an id already held indexes the new text next to the old one under that id (the old nodes of
+    a document stay when it is inserted again), so the chunk scores as a mix of both versions.
+
+    Sources: run-llama/llama_index#511 (inserting a document whose doc_id is already present adds its new nodes
+    beside the old ones; `update` was the delete-then-insert), langchain-ai/langchain#21384 (the in-memory vector
+    store ignored the ids of added documents, so re-adding one kept both), chroma-core/chroma#1062 (an add of an
+    existing id is ignored with a warning: the correct behaviour the docs did not state). Surface: add of an
+    existing id.
+    """
+
+    def add(self, chunks: Sequence[Chunk]) -> None:
+        for chunk in chunks:
+            if chunk.id not in self.chunks:
+                self._insert(chunk)
+                continue
+            old = self.tf[chunk.id]
+            slot = self._delete(chunk.id)
+            self._insert(chunk, slot)
+            # The old text's postings are written back under the same id.
+            for term, count in old.items():
+                if term not in self.tf[chunk.id]:
+                    self.df[term] += 1
+                self.postings[term].add(chunk.id)
+                self.tf[chunk.id][term] += count
+
+
 class DeleteTombstoneBlocksReadd(PlainBM25):
     """Bug: `remove()` records a tombstone and `add()` skips any id with a tombstone ("add of existing id"), so a
     chunk deleted and then re-added never comes back.
@@ -398,6 +425,46 @@ class ClassLevelCache(PlainBM25):
         super().index(corpus)
 
 
+class QueryKeyedClassCache(PlainBM25):
+    """Bug: the result cache is a class attribute keyed on the query text alone (not k, filters or the corpus):
+    the first ranking any instance computed for a query is what every instance serves for it, cut to k.
+
+    Sources: langchain-ai/langchain#14590 (the process-wide LLM cache did not tell models or parameters apart: a
+    Llama 2 answer was served for Claude 2), langchain-ai/langchain#19328 (the cache key holds the messages only,
+    not the instance's parameters), zilliztech/GPTCache#527 (GPTCache keys on the prompt alone). Surface: a
+    fresh instance over another corpus.
+    """
+
+    _cache: dict[str, list[Hit]] = {}
+
+    def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
+        if query not in self._cache:
+            self._cache[query] = [Hit(i, s) for i, s in self.ranked(query, filters)]
+        return list(self._cache[query][:k])
+
+
+class NewestInstanceWins(PlainBM25):
+    """Bug: the index lives in a module-level slot that every new instance overwrites ("create the client once"),
+    so an older instance answers from the corpus of the newest one.
+
+    Sources: chroma-core/chroma#961 (many clients on one path "can cause strange behavior including data
+    deletion"), chroma-core/chroma#683 (the first client persisted last wiped what later ones wrote),
+    chroma-core/chroma#1473 (a second client in the same kernel sees an empty collection). Surface: another
+    instance built while this one serves.
+    """
+
+    _current: dict[str, object] = {}
+
+    def __init__(self, corpus: Iterable[Chunk], **kwargs: float) -> None:
+        super().__init__(corpus, **kwargs)
+        NewestInstanceWins._current = self.__dict__
+
+    def ranked(self, query: str, filters: Filters | None) -> list[tuple[str, float]]:
+        newest = object.__new__(PlainBM25)
+        newest.__dict__ = NewestInstanceWins._current
+        return PlainBM25.ranked(newest, query, filters)
+
+
 # -- k ------------------------------------------------------------------------------------------------------
 class PadsWithLastId(PlainBM25):
     """Bug: the backend always returns k labels and pads with -1 when fewer chunks match; the adapter maps labels
@@ -473,6 +540,8 @@ ZOO2: tuple[Zoo2Member, ...] = (
                ("lifecycle.updated_copy_ties",), ("lifecycle",)),
     Zoo2Member("upsert_duplicates", UpsertDuplicates, "lifecycle", "add() of a held id stores a second row",
                ("contract.valid_response",), ("lifecycle",)),
+    Zoo2Member("add_existing_merges", AddExistingMerges, "lifecycle", "add() of a held id keeps the old text beside the new",
+               ("lifecycle.added_existing_one_version",), ("lifecycle",)),
     Zoo2Member("delete_tombstone_blocks_readd", DeleteTombstoneBlocksReadd, "lifecycle", "a deleted id can never be re-added",
                ("repeat.after_revert",), ("repeat",), caught_before=True),
     Zoo2Member("remove_shifts_rows", RemoveShiftsRows, "lifecycle", "multi-id remove deletes the wrong rows",
@@ -497,6 +566,11 @@ ZOO2: tuple[Zoo2Member, ...] = (
                ("repeat.identical", "state.fresh_instance_agrees"), ("repeat",), caught_before=True),
     Zoo2Member("class_level_cache", ClassLevelCache, "state", "the result cache is shared by every instance",
                ("state.fresh_never_returns_removed",), ("state",)),
+    Zoo2Member("query_keyed_class_cache", QueryKeyedClassCache, "state", "one class-level cache keyed on the query alone",
+               ("state.fresh_never_returns_removed",), ("state",)),
+    # q05 has two gold chunks (kept in every minimal world) besides the chunk the other instance lacks.
+    Zoo2Member("newest_instance_wins", NewestInstanceWins, "state", "every new instance replaces the index older ones read",
+               ("state.other_instance_no_effect",), ("state",), max_minimal=4),
     Zoo2Member("pads_with_last_id", PadsWithLastId, "k", "k above matches: -1 labels map to the last id",
                ("contract.valid_response",), ("depth",), caught_before=True),
     Zoo2Member("candidate_pool_10", CandidatePool10, "k", "at most 10 candidates whatever k",

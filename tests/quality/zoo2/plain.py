@@ -22,12 +22,13 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+import warnings
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
 from ragmorph.model import Chunk, Filters, Hit
 
-__all__ = ["PlainBM25", "PlainBM25TiesByIdDesc", "PlainNFKCBM25", "nfkc_tokenize", "tokenize"]
+__all__ = ["PlainBM25", "PlainBM25IgnoresReadd", "PlainBM25TiesByIdDesc", "PlainNFKCBM25", "nfkc_tokenize", "tokenize"]
 
 _WORD = re.compile(r"\w+")
 
@@ -172,6 +173,20 @@ class PlainBM25TiesByIdDesc(PlainBM25):
         rows.sort(key=lambda row: row[0], reverse=True)
         rows.sort(key=lambda row: -row[1])  # stable: within a score, the id order above stays
         return rows
+
+
+class PlainBM25IgnoresReadd(PlainBM25):
+    """`PlainBM25` whose `add` of an id it already holds is ignored with a warning, as Chroma's is
+    (chroma-core/chroma#1062): another correct answer to an add of an existing id than the upsert."""
+
+    def add(self, chunks: Sequence[Chunk]) -> None:
+        """Index the chunks whose ids are new; warn about (and skip) the others."""
+        held = [c.id for c in chunks if c.id in self.chunks]
+        if held:
+            warnings.warn(f"Add of existing embedding ID: {', '.join(held)}", stacklevel=2)
+        for chunk in chunks:
+            if chunk.id not in self.chunks:
+                self._insert(chunk)
 
 
 def nfkc_tokenize(text: str) -> list[str]:
