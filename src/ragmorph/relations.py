@@ -251,6 +251,11 @@ class Relation:
     # True when the relation presumes exact nearest-neighbour search: for a retriever declaring the trait
     # 'approximate' (an HNSW or IVF index) it is measured as a rate instead of failing the run.
     exact_search: bool = False
+    # What a violation record shows as its (base, follow-up) pair, from the pair judged (None: the pair itself):
+    # a base asked thousands deep is shown as the part the relation compared, never as thousands of hits.
+    shown: Callable[[Observation, Observation], tuple[Observation, Observation]] | None = attrs.field(
+        default=None, repr=False, eq=False
+    )
 
     @judges_admission.validator
     def _admission_is_filtering(self, _attribute: Any, value: bool) -> None:
