@@ -2,7 +2,7 @@
 
 Each family module (`ragmorph.strategies.reorder`, `.removal`, `.claims`, `.distractors`, `.supersede`,
 `.tenancy`, `.filtering`, `.cutoff`, `.depth`, `.query`, `.odd_query`, `.repeat`, `.state`, `.lifecycle`,
-`.approximate`, `.contract`) exposes a strategy function drawing perturbations for a given world, the
+`.approximate`, `.scale`, `.contract`) exposes a strategy function drawing perturbations for a given world, the
 perturbation classes, `RELATIONS` and `FAMILY`. `CATALOG` lists every relation; `FAMILIES` maps family names to
 their record; `DEFAULT_SUITE` names the families `check()` runs by default.
 """
@@ -28,6 +28,7 @@ from . import (
     removal,
     reorder,
     repeat,
+    scale,
     state,
     supersede,
     tenancy,
@@ -70,14 +71,15 @@ FAMILIES: dict[str, Family] = {
     module.FAMILY.name: module.FAMILY
     for module in (
         reorder, removal, claims, distractors, supersede, tenancy, filtering, cutoff, depth, query, odd_query, repeat,
-        state, lifecycle, approximate, contract,
+        state, lifecycle, approximate, scale, contract,
     )
 }
 
 CATALOG: tuple[Relation, ...] = tuple(r for f in FAMILIES.values() for r in f.relations)
 
-# Every family: each one reports not_applicable (with the reason) where it cannot run, so none is skipped silently.
-DEFAULT_SUITE: tuple[str, ...] = tuple(FAMILIES)
+# Every family but the opt-in ones (`scale`: worlds of thousands of chunks): each one reports not_applicable
+# (with the reason) where it cannot run, so none is skipped silently.
+DEFAULT_SUITE: tuple[str, ...] = tuple(name for name, f in FAMILIES.items() if f.default)
 
 # Perturbation classes by name (replay files name them), from the families that draw them.
 PERTURBATIONS: dict[str, type] = {cls.__name__: cls for f in FAMILIES.values() for cls in f.perturbation_types}

@@ -101,6 +101,9 @@ class Family:
 
     `applicable(world)` returns why the family cannot run on `world`, or None (the default: every world).
     `perturbation_types` are the perturbation classes `draw` produces (replay files name them).
+    `default` False keeps an expensive family out of the default suite (a profile or `strategies=` names it).
+    `grows_corpus` says its perturbations grow the corpus themselves (thousands of chunks, a `size` field and
+    `resized(size)`): a violation then shrinks by bisection over the grown size, not by corpus minimisation.
     `max_examples` is the family's budget of examples per unit when the run's budget is adaptive (never above
     the run's `max_examples`): what its perturbations need, measured on the bug zoos (tests/benchmarks/bench_calls.py).
     `explicit(world, *, ks, delta, filters)` gives perturbations tried before any drawn one under an adaptive
@@ -117,6 +120,8 @@ class Family:
     edits_corpus: bool = False
     max_examples: int | None = None
     explicit: Callable[..., tuple[Any, ...]] | None = attrs.field(repr=False, default=None)
+    default: bool = True
+    grows_corpus: bool = False
 
     def perturbations(self, world: World, *, ks: Sequence[int]) -> st.SearchStrategy[Any]:
         """The Hypothesis strategy of this family's perturbations for `world` (see `applicable` first)."""

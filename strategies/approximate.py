@@ -5,10 +5,12 @@ same corpus, embeddings and filters (pgvector without an index for pgvector HNSW
 LanceDB flat for a LanceDB ANN index), is asked the case's query with and without the case's tenant filter,
 and so is its twin. Two relations compare them:
 
-- `approximate.full_k` (hard): the index returns at least min(k, what the twin returns) hits. Exact search over
-  the same vectors and filters finds that many matching chunks, so a shorter list is a breach of the retriever
-  contract whatever the index: it is how pgvector's HNSW scan under a selective filter, LanceDB's post-filter
-  and FAISS's HNSW with an ID selector fail a tenant.
+- `approximate.full_k` (hard): the index returns at least min(k, visible matching chunks) hits, the visible
+  ones being what the twin returns under the same filters: `filtering.full_k`, the one definition of
+  under-return (the filters, tenancy and scale families judge it against the retriever's own unfiltered
+  ranking). Exact search over the same vectors and filters finds that many matching chunks, so a shorter list
+  is a breach of the retriever contract whatever the index: it is how pgvector's HNSW scan under a selective
+  filter, LanceDB's post-filter and FAISS's HNSW with an ID selector fail a tenant.
 - `approximate.recall_vs_exact` (soft, a rate): the index finds at least `RECALL_BOUND` of the twin's top k
   (recall@k against exact search), the measure by which approximate indexes are tuned (ef_search, nprobes).
 
@@ -27,6 +29,7 @@ from ragmorph.model import Filters, World
 from ragmorph.relations import Call, Direction, Instance, Observation, Plan, Relation, Role, Severity, Verdict
 
 from ._core import Family, PerturbationBase, ks_strategy
+from .filtering import full_k_relation
 
 __all__ = ["FAMILY", "RECALL_BOUND", "RELATIONS", "CompareWithTwin", "twin_comparisons"]
 
@@ -64,21 +67,6 @@ def twin_comparisons(world: World, *, ks: Sequence[int], **_: object) -> st.Sear
     return st.builds(CompareWithTwin, k=ks_strategy(ks), filtered=filtered | st.just(False))
 
 
-def _full_k(exact: Observation, index: Observation) -> Verdict:
-    k = index.world.params.k
-    expected = min(k, len(exact.ranking.hits))
-    got = len(index.ranking.hits)
-    if got < expected:
-        shown = ", ".join(h.id for h in exact.ranking.hits[:k])
-        return Verdict.broken(
-            f"returned {got} of k={k} hits where exact search over the same vectors returns {expected} "
-            f"({shown}) with filters {index.world.params.filters.to_dict()}",
-            expected,
-            got,
-        )
-    return Verdict.ok(f"{got} hits, exact search returns {expected}", expected, got)
-
-
 def _recall(exact: Observation, index: Observation) -> Verdict:
     k = index.world.params.k
     wanted = [h.id for h in exact.ranking.hits[:k]]
@@ -93,15 +81,11 @@ def _recall(exact: Observation, index: Observation) -> Verdict:
 _TWIN = "the retriever declares an exact twin (`ragmorph_twin`, a factory) over the same vectors and filters"
 
 RELATIONS = (
-    Relation(
-        name="approximate.full_k",
-        family="approximate",
-        summary="the index returns at least min(k, hits of its exact twin) hits, filtered or not",
-        target="hits@k",
-        direction=Direction.NON_DECREASING,
-        severity=Severity.HARD,
-        check=_full_k,
-        assumptions=(_TWIN, "a filter the twin can satisfy k times must give k hits from the index as well"),
+    full_k_relation(
+        "approximate",
+        source="exact search over the same vectors and filters (the exact twin)",
+        applies_to=("CompareWithTwin",),
+        assumptions=(_TWIN,),
     ),
     Relation(
         name="approximate.recall_vs_exact",

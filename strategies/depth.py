@@ -66,8 +66,8 @@ def depth_removals(world: World, *, ks: Sequence[int], **_: object) -> st.Search
 def no_newcomer(base: Observation, follow: Observation) -> Verdict:
     """Verdict that a removal brought no chunk into an exhausted ranking (pure)."""
     asked = base.world.params.k
-    if len(base.ranking.hits) >= asked:
-        return Verdict.not_applicable(f"the base ranking filled all {asked} places, so it may have cut matching chunks")
+    if not base.exhausted:
+        return Verdict.not_applicable(base.cut_short or f"the base ranking filled all {asked} places, so it may have cut matching chunks")
     removed = corpus_diff(base.world.corpus, follow.world.corpus)[1]
     before = {hit.id for hit in base.ranking.hits}
     for rank, hit in enumerate(follow.ranking.hits, start=1):

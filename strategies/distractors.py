@@ -220,7 +220,7 @@ def _padded_below_original(base: Observation, follow: Observation) -> Verdict:
                 )
             continue
         last = hits[-1]
-        if len(hits) < follow.world.params.k or not scores_tied(mine.score, last.score):  # type: ignore[arg-type]
+        if follow.exhausted or not scores_tied(mine.score, last.score):  # type: ignore[arg-type]
             return Verdict.broken(
                 f"padded copy {copy.id!r} (score {mine.score:.6g}) is returned at rank {rank[copy.id] + 1} but its "
                 f"original {original!r} is not, although the copy only adds words that do not match the query"

@@ -3,26 +3,41 @@
 `tenancy` judges the tenant filter; this family judges the others and their combinations: `current_only`,
 metadata equality, and a tenant together with either. The unfiltered ranking is fetched deep (at least the
 whole corpus for small corpora, so the call also asks for k above the corpus size), then the same query is
-asked under the filters at k. Two hard relations follow from the contract of DESIGN section 3: a filter never
-admits a chunk it excludes, and it never drops a chunk it admits (the filtered ranking is the unfiltered
-ranking's admitted chunks, in order, cut to k, up to score ties).
+asked under the filters at k. Three hard relations follow from the contract of DESIGN section 3: a filter never
+admits a chunk it excludes, it never drops a chunk it admits (the filtered ranking is the unfiltered
+ranking's admitted chunks, in order, cut to k, up to score ties), and, for every retriever, exact or
+approximate, a filtered call never returns fewer than min(k, visible matching chunks) hits (`full_k`, the one
+definition of under-return that the tenancy, scale and approximate families judge too).
 """
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import attrs
 from hypothesis import strategies as st
 
 from ragmorph.model import Filters, Hit, World
-from ragmorph.relations import Direction, Observation, Relation, Severity, Verdict, compare_up_to_ties
+from ragmorph.model import Ranking
+from ragmorph.relations import Concern, Direction, Observation, Relation, Severity, Verdict, compare_up_to_ties
 
 from ._core import Family, PerturbationBase, ks_strategy, query_tokens
 
-__all__ = ["FAMILY", "RELATIONS", "ApplyFilters", "admitted_only", "filter_choices", "filtered_equals_admitted", "filterings"]
+__all__ = [
+    "FAMILY",
+    "RELATIONS",
+    "ApplyFilters",
+    "admitted_only",
+    "filter_choices",
+    "filtered_equals_admitted",
+    "filterings",
+    "full_k",
+    "full_k_relation",
+    "visible_hits",
+]
 
 # The unfiltered base asks this many hits at least (and the whole corpus when it is smaller): deep enough to
 # see past the candidate pools real indexes use (10, 40) while staying cheap on large corpora.
@@ -51,20 +66,33 @@ class ApplyFilters(PerturbationBase):
 
 def _scalar_items(metadata: Any) -> list[tuple[str, Any]]:
     # Equality filters on JSON scalars only: lists and objects are not hashable and no store compares them so.
-    return [(k, v) for k, v in metadata.items() if v is None or isinstance(v, (str, int, float, bool))]
+    # Sorted by key: a world read back from JSON Lines (keys sorted) is probed like the same world in memory.
+    return sorted(((k, v) for k, v in metadata.items() if v is None or isinstance(v, (str, int, float, bool))), key=_pair_key)
+
+
+def _pair_key(pair: tuple[str, Any]) -> tuple[str, str, str]:
+    # Values of one key may mix types (1, "1", True): order by key, then type name and repr, never by value alone.
+    return pair[0], type(pair[1]).__name__, repr(pair[1])
 
 
 def filter_choices(world: World) -> list[Filters]:
     """The filters drawn for `world`, simplest first: current_only, metadata equality (gold chunks' values
-    first), and the case's tenant combined with each."""
+    first), and the case's tenant combined with each.
+
+    Independent of the order of keys in each chunk's metadata. The two-key filter puts the gold chunk's most
+    selective condition first (fewest chunks have it): a filter that keeps only some of its conditions then
+    admits chunks the whole filter excludes.
+    """
     corpus, case = world.corpus, world.case
     gold = [corpus[i] for i in case.gold_ids if i in corpus]
     counts: Counter[tuple[str, Any]] = Counter(pair for chunk in corpus for pair in _scalar_items(chunk.metadata))
     preferred = [pair for chunk in gold for pair in _scalar_items(chunk.metadata)]
-    pairs = list(dict.fromkeys(preferred + [pair for pair, _ in counts.most_common()]))[:_METADATA_CHOICES]
+    common = sorted(counts, key=lambda pair: (-counts[pair], _pair_key(pair)))
+    pairs = list(dict.fromkeys(preferred + common))[:_METADATA_CHOICES]
     choices = [Filters(current_only=True)] + [Filters(metadata={key: value}) for key, value in pairs]
     if gold and len(gold[0].metadata) >= 2:
-        both = dict(_scalar_items(gold[0].metadata)[:2])
+        selective = sorted(_scalar_items(gold[0].metadata), key=lambda pair: (counts[pair], _pair_key(pair)))
+        both = dict(selective[:2])
         if len(both) == 2:
             choices.append(Filters(metadata=both))
     if case.tenant is not None:
@@ -116,7 +144,7 @@ def filtered_equals_admitted(base: Observation, follow: Observation) -> Verdict:
         return Verdict.not_applicable("only judged for an unfiltered base and a filtered follow-up")
     corpus, k = base.world.corpus, follow.world.params.k
     admitted: list[Hit] = [h for h in base.ranking.hits if h.id in corpus and filters.allows(corpus[h.id])]
-    exhausted = len(base.ranking.hits) < base.world.params.k
+    exhausted = base.exhausted
     what = f"the unfiltered ranking's chunks that pass the filters ({_describe(filters)})"
     if exhausted and len(admitted) <= k:
         # The unfiltered ranking listed every chunk it would ever return, so the filtered one is fully known.
@@ -132,6 +160,84 @@ def filtered_equals_admitted(base: Observation, follow: Observation) -> Verdict:
     if not verdict.holds:
         return Verdict.broken(f"the filtered ranking is not {what}: {verdict.detail}")
     return verdict
+
+
+def visible_hits(reference: Observation, follow: Observation) -> list[Hit]:
+    """The hits of `reference` that the follow-up call's filters admit, in `reference`'s order (pure)."""
+    filters, corpus = follow.world.params.filters, follow.world.corpus
+    return [h for h in reference.ranking.hits if h.id in corpus and filters.allows(corpus[h.id])]
+
+
+# How many visible chunks the detail of a failure names; the rest are counted, never listed.
+_NAMED = 10
+
+
+def _composition(follow: Observation) -> str:
+    """Size of the corpus, how much of it the filters admit, and k: what a selective filter needs to bite."""
+    filters, corpus = follow.world.params.filters, follow.world.corpus
+    if filters.is_empty:
+        return f"{len(corpus):,} chunks, no filters, k={follow.world.params.k}"
+    admitted = sum(1 for chunk in corpus if filters.allows(chunk))
+    share = admitted / len(corpus) if len(corpus) else 0.0
+    return f"{len(corpus):,} chunks, {admitted:,} ({share:.1%}) admitted by {_describe(filters)}, k={follow.world.params.k}"
+
+
+def full_k(reference: Observation, follow: Observation, *, source: str) -> Verdict:
+    """Verdict that the follow-up returned at least min(k, visible matching chunks) hits (pure).
+
+    The visible matching chunks are the hits of `reference` that the follow-up's filters admit: a ranking over
+    the same corpus (the retriever's own unfiltered ranking asked deep, or its exact twin under the same filters)
+    that `source` names. A chunk the retriever itself ranks, and the filter admits, matches the query and is
+    visible to the caller, so a shorter filtered list dropped it: the under-return of HNSW scans under a
+    selective filter (pgvector's ef_search), of post-filtering the k nearest rows (LanceDB prefilter=False), and
+    of any candidate pool cut before the filter.
+    """
+    k = follow.world.params.k
+    visible = visible_hits(reference, follow)
+    expected, got = min(k, len(visible)), len(follow.ranking.hits)
+    chunks = f"{len(visible):,} chunk{'' if len(visible) == 1 else 's'}"
+    if got >= expected:
+        return Verdict.ok(f"{got} hit{'' if got == 1 else 's'} at k={k}; {source} shows {chunks} the filters admit", expected, got)
+    named = ", ".join(h.id for h in visible[:_NAMED]) + (f", ... {len(visible) - _NAMED:,} more" if len(visible) > _NAMED else "")
+    return Verdict.broken(
+        f"returned {got} of k={k} hits where {source} shows {chunks} the filters admit ({named}): "
+        f"fewer than min(k, visible matching chunks) = {expected}; composition: {_composition(follow)}",
+        expected,
+        got,
+    )
+
+
+def shown_visible(reference: Observation, follow: Observation) -> tuple[Observation, Observation]:
+    """What a report shows for an under-return: the visible part of `reference` cut to k, beside the follow-up.
+
+    A reference asked thousands deep is never listed whole: its visible chunks, as the filtered call should
+    have returned them (at the follow-up's k and filters), stand beside the short ranking.
+    """
+    visible = tuple(visible_hits(reference, follow)[: follow.world.params.k])
+    return Observation(follow.world, Ranking(visible)), follow
+
+
+def full_k_relation(family: str, *, source: str, applies_to: tuple[str, ...], assumptions: tuple[str, ...] = ()) -> Relation:
+    """The `<family>.full_k` relation: one definition of under-return (`full_k`), judged in `family`'s plans."""
+    check: Callable[[Observation, Observation], Verdict] = functools.partial(full_k, source=source)
+    return Relation(
+        name=f"{family}.full_k",
+        family=family,
+        summary=f"a call at k returns at least min(k, visible matching chunks) hits; the visible ones: {source}'s chunks the filters admit",
+        target="hits@k",
+        direction=Direction.NON_DECREASING,
+        severity=Severity.HARD,
+        concern=Concern.CONTRACT,
+        check=check,
+        shown=shown_visible,
+        judges_filtering=True,
+        applies_to=applies_to,
+        assumptions=(
+            "DESIGN section 3: returning fewer hits than min(k, visible matching chunks) is a contract breach for "
+            "every retriever, exact or approximate (never measured as a rate)",
+            *assumptions,
+        ),
+    )
 
 
 def _admitted_only(base: Observation, follow: Observation) -> Verdict:
@@ -184,6 +290,12 @@ RELATIONS = (
             "filtering); an index per filter value with its own term statistics may order chunks differently",
             "only the prefix the unfiltered top `depth` fixes is compared; beyond it, chunks tied at the cut pass",
         ),
+    ),
+    full_k_relation(
+        "filters",
+        source="the retriever's own unfiltered ranking (asked at least 100 deep)",
+        applies_to=("ApplyFilters",),
+        assumptions=("the filter does not change whether an admitted chunk matches the query (one scored list)",),
     ),
     Relation(
         name="filters.hits_share_query_words_rate",

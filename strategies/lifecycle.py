@@ -284,8 +284,8 @@ def lifecycle_changes(world: World, *, ks: Sequence[int], delta: bool = True, **
 def growth_keeps_matches(base: Observation, follow: Observation) -> Verdict:
     """Verdict that growth by unrelated chunks kept every hit of an exhausted ranking and found the late one (pure)."""
     asked = base.world.params.k
-    if len(base.ranking.hits) >= asked:
-        return Verdict.not_applicable(f"the base ranking filled all {asked} places, so it may have cut matching chunks")
+    if not base.exhausted:
+        return Verdict.not_applicable(base.cut_short or f"the base ranking filled all {asked} places, so it may have cut matching chunks")
     if not base.ranking.hits:
         return Verdict.not_applicable("nothing matched the query before the growth")
     added = corpus_diff(base.world.corpus, follow.world.corpus)[0]

@@ -12,6 +12,7 @@ from ragmorph.model import Filters, World
 from ragmorph.relations import Concern, Direction, Observation, Relation, Severity, Verdict, compare_up_to_ties
 
 from ._core import Family, PerturbationBase, ks_strategy
+from .filtering import full_k_relation
 
 __all__ = ["FAMILY", "RELATIONS", "ApplyTenantFilter", "AskAsOtherTenant", "tenant_changes"]
 
@@ -95,7 +96,7 @@ def _filtered_equals_visible(base: Observation, follow: Observation) -> Verdict:
     tenant = follow.world.params.filters.tenant
     k = follow.world.params.k
     visible = [h for h in base.ranking.hits if h.id in base.world.corpus and base.world.corpus[h.id].visible_to(tenant)]
-    exhausted = len(base.ranking.hits) < base.world.params.k
+    exhausted = base.exhausted
     if exhausted and len(visible) <= k:
         # The unfiltered ranking listed every chunk it would ever return, so the filtered one is fully known.
         verdict = compare_up_to_ties(visible, follow.ranking.hits, open_end=False, scores_comparable=False)
@@ -169,6 +170,12 @@ RELATIONS = (
         judges_admission=True,
         check=_no_cross_tenant,
         applies_to=("AskAsOtherTenant",),
+    ),
+    full_k_relation(
+        "tenancy",
+        source="the retriever's own unfiltered ranking (asked at least 30 deep)",
+        applies_to=("ApplyTenantFilter",),
+        assumptions=("the tenant filter does not change whether a visible chunk matches the query (one scored list)",),
     ),
 )
 

@@ -398,8 +398,12 @@ def run_config(args: argparse.Namespace, cwd: Path | None = None) -> Any:
     }
     overrides = {key: value for key, value in flags.items() if value is not None}
     if args.profile:
-        # A profile asked for on the command line sets the budget, over the file's own budget keys.
-        overrides = {"ks": None, "max_examples": None, "fail_fast": None, **overrides}
+        # A profile asked for on the command line sets the budget (and its families, when it names some), over
+        # the file's own keys.
+        from .config import PROFILES
+
+        named = {"strategies": None} if PROFILES[args.profile].strategies is not None else {}
+        overrides = {"ks": None, "max_examples": None, "fail_fast": None, **named, **overrides}
     if any(value is not None for value in world.values()):
         # A world named on the command line replaces the file's world as a whole, not field by field.
         overrides.update(world)
@@ -458,7 +462,7 @@ def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             config.targets(),
             corpus,
             cases,
-            strategies=config.strategies,
+            strategies=config.effective_strategies,
             ks=config.effective_ks,
             max_examples=config.effective_max_examples,
             seed=config.seed or 0,

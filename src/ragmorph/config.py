@@ -5,7 +5,7 @@
     # beir = "data/scifact"               # instead of corpus/cases: a BEIR folder (split = "test")
     ks = [1, 3, 5, 10]
     strategies = ["tenancy", "cutoff"]    # default: the default suite
-    profile = "smoke"                     # "default" or "smoke" (seconds, for a pre-commit loop)
+    profile = "smoke"                     # "default", "smoke" (seconds, for a pre-commit loop) or "scale"
     max_examples = 25                     # beats the profile
     seed = 0
     timeout = 10.0                        # per retriever call, seconds
@@ -66,18 +66,26 @@ DEFAULT_KS = (1, 3, 5, 10)
 
 @attrs.frozen
 class Profile:
-    """A named budget: perturbations per unit, cutoffs and whether the run stops at the first hard violation."""
+    """A named budget: perturbations per unit, cutoffs, whether the run stops at the first hard violation, and
+    the strategy families it runs (None: the default suite)."""
 
     max_examples: int
     ks: tuple[int, ...]
     fail_fast: bool
     summary: str
+    strategies: tuple[str, ...] | None = None
 
 
 PROFILES: dict[str, Profile] = {
     "default": Profile(25, DEFAULT_KS, False, "25 perturbations per retriever x case x strategy, k 1,3,5,10"),
     # Few examples and two cutoffs: every relation still runs on every case, so a leak still shows, in seconds.
     "smoke": Profile(5, (1, 5), True, "5 perturbations, k 1,5, stop at the first hard violation"),
+    # The opt-in scale family alone: every example builds two indexes of 5,000 chunks, so few examples, and the
+    # k at which candidate pools (ef_search = 40) are asked for a full page.
+    "scale": Profile(
+        2, (10,), False, "worlds of 5,000 chunks, 1 in 50 the asking tenant's: under-return under its filter, k 10",
+        strategies=("scale",),
+    ),
 }
 
 
@@ -123,6 +131,11 @@ class Config:
     def effective_ks(self) -> tuple[int, ...]:
         """Cutoffs: the key or flag, else the profile's."""
         return self.ks if self.ks is not None else self.budget.ks
+
+    @property
+    def effective_strategies(self) -> tuple[str, ...] | None:
+        """Strategy families: the key or flag, else the profile's (None: the default suite)."""
+        return self.strategies if self.strategies is not None else self.budget.strategies
 
     @property
     def effective_max_examples(self) -> int:

@@ -156,7 +156,7 @@ def _from_config(declared: Suite, folder: Path) -> Suite:
         retrievers=config.targets(),
         corpus=None if config.corpus is None else config.corpus.resolve(),
         cases=None if config.cases is None else config.cases.resolve(),
-        strategies=config.strategies,
+        strategies=config.effective_strategies,
         ks=config.effective_ks,
         max_examples=config.max_examples if config.max_examples is not None else (
             config.budget.max_examples if config.profile != "default" else None

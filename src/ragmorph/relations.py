@@ -173,6 +173,17 @@ class Observation:
     metrics: Mapping[str, float | None] = attrs.field(factory=dict, eq=False, repr=False)
     invalid: str | None = None
     rule: ContractRule | None = None
+    # Why a list shorter than k is not exhausted for this retriever (`Capabilities.cuts_short`), else None.
+    cut_short: str | None = None
+
+    @property
+    def exhausted(self) -> bool:
+        """True when the ranking has fewer hits than asked and that means no other chunk matches the call.
+
+        A retriever that may end a list early for another reason (a token budget) declares it, and its short
+        lists are never read as exhausted.
+        """
+        return len(self.ranking.hits) < self.world.params.k and self.cut_short is None
 
 
 @attrs.frozen
@@ -240,6 +251,11 @@ class Relation:
     # True when the relation presumes exact nearest-neighbour search: for a retriever declaring the trait
     # 'approximate' (an HNSW or IVF index) it is measured as a rate instead of failing the run.
     exact_search: bool = False
+    # What a violation record shows as its (base, follow-up) pair, from the pair judged (None: the pair itself):
+    # a base asked thousands deep is shown as the part the relation compared, never as thousands of hits.
+    shown: Callable[[Observation, Observation], tuple[Observation, Observation]] | None = attrs.field(
+        default=None, repr=False, eq=False
+    )
 
     @judges_admission.validator
     def _admission_is_filtering(self, _attribute: Any, value: bool) -> None:

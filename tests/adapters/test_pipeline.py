@@ -185,3 +185,27 @@ def test_a_pipeline_rejects_bound_stages_and_unbound_stages_refuse_to_retrieve()
         Reranker()
     with pytest.raises(UsageError, match="token_budget"):
         ContextPacker()
+
+
+def test_declarations_about_filtering_and_short_lists_hold_through_wrapping_stages() -> None:
+    from ragmorph.adapters import Pipeline
+
+    score = lambda query, text: float("shared" in text)  # noqa: E731
+    # A TenantFilter inside a Reranker still filters for the retriever: the filter relations must not judge it.
+    wrapped = describe_capabilities(Reranker(TenantFilter(BM25Retriever(CORPUS)), score))
+    assert wrapped.filtered_by == "ragmorph"
+    assert describe_capabilities(Reranker(BM25Retriever(CORPUS), score)).filtered_by == "retriever"
+    # A packer's budget can end a list before k, inside a Dedup or not, declared or built.
+    packed = Pipeline([BM25Retriever, ContextPacker(token_budget=9), Dedup()])
+    assert "token budget" in describe_capabilities(packed).cuts_short
+    assert "token budget" in describe_capabilities(packed, built=packed(CORPUS)).cuts_short
+    assert describe_capabilities(Pipeline([BM25Retriever, Dedup()])).cuts_short is None
+    assert describe_capabilities(BM25Retriever(CORPUS)).cuts_short is None
+
+
+def test_a_cuts_short_declaration_must_be_a_sentence() -> None:
+    class Odd(BM25Retriever):
+        ragmorph_cuts_short = True
+
+    with pytest.raises(UsageError, match="ragmorph_cuts_short"):
+        describe_capabilities(Odd(CORPUS))

@@ -1,7 +1,8 @@
 """What the default suite finds in real retrieval libraries: every integration over a built-in world and real text.
 
     python tests/benchmarks/bench_libraries.py [--libraries faiss-flat,pgvector-hnsw] [--worlds demo,pydoc,scale]
-                                               [--max-examples 25] [--seed 0] [--json findings.json]
+                                               [--strategies tenancy,filters] [--max-examples 25] [--seed 0]
+                                               [--json findings.json]
                                                [--reports DIR] [--markdown findings.json]
 
 Runs `check()` with its defaults (every family, k 1,3,5,10, 25 examples) on each integration, one library at a
@@ -165,8 +166,12 @@ def summarise(report: dict[str, Any]) -> dict[str, Any]:
             entry = hard[row["relation"]]
             entry["cases"].append(row["case"])
             violation = row.get("violation") or {}
-            entry["minimal_chunks"].append(len(violation.get("minimal_corpus") or ()))
+            # A family that grows the corpus (scale) bisects over the grown size instead of minimising the corpus.
+            grown = ((violation.get("perturbation") or {}).get("fields") or {}).get("size")
+            entry["minimal_chunks"].append(grown if isinstance(grown, int) else len(violation.get("minimal_corpus") or ()))
             entry.setdefault("example", (row.get("reason") or "")[:240])
+            if violation.get("minimal_reason"):
+                entry.setdefault("minimal_reason", violation["minimal_reason"][:240])
         elif row["status"] == "error":
             errors.append(f"{row['case']}/{row['relation']}: {(row.get('reason') or '')[:160]}")
         if row["severity"] == "soft" and row.get("rate"):
@@ -190,15 +195,16 @@ def main() -> int:
     runs = [*WORLDS, "scale"]
     parser.add_argument("--worlds", default=",".join(runs),
                         help="comma-separated, from: " + ", ".join(runs) + " (scale: the stores under the scale profile)")
+    parser.add_argument("--strategies", help="comma-separated families instead of the default suite (not for scale)")
     parser.add_argument("--max-examples", type=int, default=25)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, help="write every figure as JSON here")
     parser.add_argument("--reports", type=Path, help="also write each run's full JSON report into this folder")
-    parser.add_argument("--markdown", type=Path, metavar="FINDINGS_JSON",
-                        help="print the findings of an earlier --json run as README's Markdown table, run nothing")
+    parser.add_argument("--markdown", type=Path, nargs="+", metavar="FINDINGS_JSON",
+                        help="print the findings of earlier --json runs (merged) as README's Markdown table, run nothing")
     args = parser.parse_args()
     if args.markdown:
-        print(markdown(json.loads(args.markdown.read_text(encoding="utf-8"))))
+        print(markdown(merged([json.loads(path.read_text(encoding="utf-8")) for path in args.markdown])))
         return 0
     chosen = [name.strip() for name in args.libraries.split(",") if name.strip()]
     worlds = [name.strip() for name in args.worlds.split(",") if name.strip()]
@@ -210,12 +216,15 @@ def main() -> int:
         print("(this ragmorph has no 'scale' profile: the scale run is skipped)")
         worlds.remove("scale")
     warnings.simplefilter("ignore")  # library deprecation chatter; the findings are the output
-    print(f"Python {sys.version.split()[0]}; default suite (max_examples {args.max_examples}, seed {args.seed})")
+    suite = f"families {args.strategies}" if args.strategies else "default suite"
+    print(f"Python {sys.version.split()[0]}; {suite} (max_examples {args.max_examples}, seed {args.seed})")
     findings: dict[str, Any] = {"python": sys.version.split()[0], "max_examples": args.max_examples,
-                                "seed": args.seed, "worlds": {}, "libraries": {}}
+                                "seed": args.seed, "suite": suite, "worlds": {}, "libraries": {}}
     for world_name in worlds:
         world = _scale_world() if world_name == "scale" else WORLDS[world_name]()
         settings = scale if world_name == "scale" else {"max_examples": args.max_examples}
+        if args.strategies and world_name != "scale":
+            settings["strategies"] = [name.strip() for name in args.strategies.split(",") if name.strip()]
         findings["worlds"][world_name] = world.description
         print(f"\n== {world_name}: {world.description}")
         for name in chosen:
@@ -247,6 +256,8 @@ def _print(name: str, versions: str, search: str, summary: dict[str, Any]) -> No
         size_text = f"{sizes[0]}" if sizes[0] == sizes[-1] else f"{sizes[0]}-{sizes[-1]}"
         print(f"  FAIL {relation}: {len(entry['cases'])} case(s), minimal corpus {size_text} chunks")
         print(f"       e.g. {entry['example']}")
+        if entry.get("minimal_reason"):
+            print(f"       minimal: {entry['minimal_reason']}")
     for kind, label in (("rated", "exact-search relation measured as a rate"), ("soft", "soft relation")):
         for relation, (held, tested) in summary[f"{kind}_below_1"].items():
             print(f"  {label}: {relation} {held}/{tested} ({held / tested:.0%})")
@@ -255,11 +266,22 @@ def _print(name: str, versions: str, search: str, summary: dict[str, Any]) -> No
         print(f"  ERROR {error}")
 
 
+def merged(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several --json runs as one (e.g. one run per world); a later run's figures win for the same library and world."""
+    out: dict[str, Any] = {"worlds": {}, "libraries": {}}
+    for run in runs:
+        out["worlds"].update(run["worlds"])
+        for name, entry in run["libraries"].items():
+            out["libraries"].setdefault(name, {}).update(entry)
+    return out
+
+
 def _hard_text(summary: dict[str, Any]) -> str:
     parts = []
     for relation, entry in summary["hard"].items():
         low, high = min(entry["minimal_chunks"]), max(entry["minimal_chunks"])
-        parts.append(f"`{relation}` {len(entry['cases'])} cases, minimal {low}" + (f"-{high}" if high != low else "")
+        cases = len(entry["cases"])
+        parts.append(f"`{relation}` {cases} case{'s' if cases != 1 else ''}, minimal {low}" + (f"-{high}" if high != low else "")
                      + " chunks")
     return "; ".join(parts) or "none"
 

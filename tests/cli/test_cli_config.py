@@ -87,6 +87,20 @@ def test_pyproject_tool_table_is_found_from_a_subfolder(world: Path, capsys: pyt
     assert "k 3 · max_examples 5" in capsys.readouterr().out, "an explicit flag beats the profile flag"
 
 
+def test_the_scale_profile_runs_its_family_over_the_files_strategies(
+    world: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _config(world, 'corpus = "corpus.jsonl"\ncases = "cases.jsonl"\nstrategies = ["tenancy"]\n'
+                   '[retrievers]\ndense = "ragmorph.adapters:DenseRetriever"\n')
+    monkeypatch.chdir(world)
+    assert main(["run", "--profile", "scale", "--json", "scale.json"]) == EXIT_OK, capsys.readouterr().out
+    report = json.loads((world / "scale.json").read_text(encoding="utf-8"))
+    assert report["manifest"]["strategies"] == ["scale"] and report["manifest"]["settings"]["ks"] == [10]
+    assert {r["relation"] for r in report["results"]} == {"scale.full_k"}
+    assert main(["run", "--profile", "scale", "--strategies", "cutoff", "--json", "cut.json"]) == EXIT_OK
+    assert json.loads((world / "cut.json").read_text(encoding="utf-8"))["manifest"]["strategies"] == ["cutoff"]
+
+
 @pytest.mark.parametrize(
     ("text", "key", "message"),
     [

@@ -56,7 +56,8 @@ def test_an_index_that_runs_dry_under_a_selective_filter_fails_full_k(retriever:
     corpus, case = _selective(rows, rows // 50)
     report = check({"index": retriever}, corpus, [case], strategies=["approximate"], ks=(10,), max_examples=4)
     failed = next(r for r in report.results if r.relation == "approximate.full_k")
-    assert failed.status == "fail" and "where exact search over the same vectors returns" in (failed.reason or "")
+    assert failed.status == "fail" and "where exact search over the same vectors and filters" in (failed.reason or "")
+    assert "fewer than min(k, visible matching chunks)" in (failed.reason or "")
     assert next(r for r in report.results if r.relation == "approximate.recall_vs_exact").status == "pass"  # soft
 
 

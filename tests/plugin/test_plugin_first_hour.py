@@ -119,8 +119,11 @@ def test_no_hard_violations():
 """)
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
     assert result.ret == 1
-    result.stdout.fnmatch_lines(["*ViolationsFound: ragmorph: * hard failure* in 1 group*",
-                                 "*1. tenant leak · postfilter · tenancy.*smallest: *"])
+    # Filtering after the cut to k leaks nothing but drops visible chunks: a tenant-filter group, then the
+    # under-return (a contract breach) of the same short list.
+    result.stdout.fnmatch_lines(["*ViolationsFound: ragmorph: * hard failure* in 2 groups*",
+                                 "*1. tenant leak · postfilter · tenancy.*smallest: *",
+                                 "*2. contract breach · postfilter · tenancy.full_k*smallest: *"])
 
 
 def test_the_smoke_profile_option_sets_the_budget_over_the_config(pytester: pytest.Pytester) -> None:

@@ -11,7 +11,7 @@ Two planted indexes, with the sizes they reach (default settings, seed 0):
   chunk past it: 2k + 1 chunks (21 for k = 10, the smallest k Hypothesis finds on this world);
 - FAISS HNSW with M=4, efSearch=4 under a tenant owning 2% of 300 chunks: every violation 1-minimal with at
   most 26 chunks (13-26 measured; an HNSW graph over fewer chunks than its beam is searched exhaustively, so
-  a handful cannot show it).
+  a handful cannot show it), and the under-return (`tenancy.full_k`) with 35.
 """
 
 from __future__ import annotations
@@ -76,4 +76,7 @@ def test_a_low_ef_faiss_hnsw_index_shrinks_one_minimal_within_budget() -> None:
     for result in found:
         violation = result.violation
         assert violation.one_minimal, (result.relation, len(violation.minimal_corpus), violation.minimal_reason)
-        assert len(violation.minimal_corpus) <= 26, (result.relation, len(violation.minimal_corpus))
+        # Under-return needs enough other tenants' chunks near the query to crowd the tenant's out of the beam:
+        # 35 chunks measured for tenancy.full_k (1-minimal); the exact-search relations need at most 26.
+        limit = 40 if result.relation.endswith(".full_k") else 26
+        assert len(violation.minimal_corpus) <= limit, (result.relation, len(violation.minimal_corpus))

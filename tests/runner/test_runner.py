@@ -191,7 +191,9 @@ def test_where_ragmorph_computes_the_admitted_set_only_the_relations_judging_it_
     admission = {r.name for r in CATALOG if r.judges_admission}
     search = {r.name for r in CATALOG if r.judges_filtering and not r.judges_admission}
     assert {"tenancy.unauthorized_zero", "filters.admitted_only"} <= admission
-    assert search == {"tenancy.filtered_equals_visible", "filters.filtered_equals_admitted"}
+    # Under-return judges the search among the admitted ids (FAISS's HNSW with a selector runs dry), not the set.
+    under_return = {f"{family}.full_k" for family in ("filters", "tenancy", "approximate", "scale")}
+    assert search == {"tenancy.filtered_equals_visible", "filters.filtered_equals_admitted"} | under_return
     report = check({"selector": _SelectorBM25}, CORPUS, CASES[:1], strategies=["tenancy", "filters"], max_examples=8)
     rows = [r for r in report.results if r.relation in admission]
     assert rows and {(r.status, r.reason) for r in rows} == {("not_applicable", reason)}
@@ -230,4 +232,5 @@ def test_where_ragmorph_computes_the_admitted_set_a_wrong_restricted_search_stil
     world = demo_world()
     report = check({"selector": SelectorAfterTruncation}, world.corpus, world.cases, strategies=["tenancy"])
     failed = {r.relation for r in report.results if r.status == "fail"}
-    assert failed == {"tenancy.filtered_equals_visible"}, failed
+    # Keeping the admitted hits of the top k also returns fewer than the visible chunks: the under-return too.
+    assert failed == {"tenancy.filtered_equals_visible", "tenancy.full_k"}, failed

@@ -86,3 +86,18 @@ def test_a_correct_truncating_packer_never_breaks_the_cutoff_relations(world, se
     packed = Pipeline([BM25Retriever, ContextPacker(token_budget=budget)])
     report = check({"packed": packed}, world.corpus, [world.case], strategies=["cutoff"], max_examples=6, seed=seed)
     assert [(r.relation, r.reason) for r in report.results if r.status in ("fail", "error")] == []
+
+
+@pytest.mark.parametrize("truncate", [True, False])
+def test_a_packers_short_lists_are_not_read_as_exhausted(truncate: bool) -> None:
+    # A budget ends the unfiltered list early; the filtered call spends the same budget on admitted chunks only,
+    # so it lists admitted chunks the unfiltered one never reached. Reading the short list as "no other chunk
+    # matches" made filters.filtered_equals_admitted and tenancy.filtered_equals_visible fail on every world.
+    from ragmorph.worlds import generate
+
+    world = generate(1, chunks=40, cases=3)
+    packed = Pipeline([BM25Retriever, ContextPacker(token_budget=40, truncate=truncate)])
+    report = check({"packed": packed}, world.corpus, world.cases, strategies=["filters", "tenancy"], max_examples=10, seed=1)
+    assert not [(r.case, r.relation, r.reason) for r in report.results if r.status in ("fail", "error") and r.severity == "hard"]
+    judged = {r.relation for r in report.results if r.status == "pass"}
+    assert {"filters.filtered_equals_admitted", "tenancy.filtered_equals_visible"} <= judged

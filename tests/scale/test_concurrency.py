@@ -66,7 +66,9 @@ def test_fail_fast_with_concurrency_stops_where_a_serial_run_stops() -> None:
     buggy = {"bm25-postfilter": RETRIEVERS["bm25-postfilter"]}
     serial_report = check(buggy, WORLD.corpus, CASES, fail_fast=True, **SETTINGS).to_dict()
     threaded = check(buggy, WORLD.corpus, CASES, fail_fast=True, concurrency=3, **SETTINGS).to_dict()
-    assert serial_report["summary"]["hard_failures"] == 1
+    # One failing unit (its tenancy unit breaks filtered_equals_visible and, by the same short list, full_k).
+    failing = {(r["retriever"], r["case"], r["strategy"]) for r in serial_report["results"] if r["status"] == "fail"}
+    assert len(failing) == 1 and serial_report["summary"]["hard_failures"] >= 1
     assert _comparable(threaded) == _comparable(serial_report)
 
 

@@ -204,6 +204,8 @@ def test_fail_fast_on_two_jobs_stops_where_a_serial_run_stops() -> None:
     retrievers = {name: spec for name, spec in demo_retrievers().items() if name != "bm25"}  # the bug comes early
     serial_report = check(retrievers, WORLD.corpus, CASES, fail_fast=True, **SETTINGS).to_dict()
     jobs_report = check(retrievers, WORLD.corpus, CASES, fail_fast=True, jobs=2, **SETTINGS).to_dict()
-    assert serial_report["summary"]["hard_failures"] == 1
+    # One failing unit (the post-filter's tenancy unit breaks filtered_equals_visible and full_k by one short list).
+    failing = {(r["retriever"], r["case"], r["strategy"]) for r in serial_report["results"] if r["status"] == "fail"}
+    assert len(failing) == 1 and serial_report["summary"]["hard_failures"] >= 1
     assert len(serial_report["results"]) < len(check(retrievers, WORLD.corpus, CASES[:1], **SETTINGS).results) * len(CASES)
     assert _comparable(jobs_report) == _comparable(serial_report)

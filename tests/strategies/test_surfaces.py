@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import unicodedata
 
+import attrs
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -70,6 +71,22 @@ def test_filter_choices_start_with_current_only_and_use_gold_metadata() -> None:
     assert Filters(metadata={"kind": "handbook"}) in choices and Filters(metadata={"kind": "handbook", "area": "hr"}) in choices
     assert Filters(tenant="acme", current_only=True) in choices
     assert len(set(choices)) == len(choices)
+
+
+def test_filter_choices_do_not_depend_on_the_order_of_metadata_keys(tmp_path) -> None:
+    from ragmorph.io import read_corpus, write_corpus
+
+    flipped = Corpus([attrs.evolve(c, metadata=dict(reversed(list(c.metadata.items())))) for c in CORPUS])
+    write_corpus(CORPUS, tmp_path / "corpus.jsonl")
+    read_back = read_corpus(tmp_path / "corpus.jsonl")
+
+    def drawn(corpus: Corpus) -> list[tuple[object, ...]]:
+        # The conditions in the order a retriever iterates them, not only as equal Filters.
+        return [(f.tenant, f.current_only, tuple(f.metadata.items())) for f in filter_choices(World(corpus, CASE, Params(5)))]
+
+    assert drawn(CORPUS) == drawn(flipped) == drawn(read_back)
+    # The two-key filter leads with the gold chunk's most selective condition (kind=handbook: 2 chunks, area=hr: 3).
+    assert ("kind", "area") in [tuple(f.metadata) for f in filter_choices(World(flipped, CASE, Params(5)))]
 
 
 # -- depth ----------------------------------------------------------------------------------------------------

@@ -98,6 +98,21 @@ def _filtered_by(product: object, factory: object) -> FilteredBy:
     return declared  # type: ignore[no-any-return]
 
 
+def _cuts_short(product: object, factory: object) -> str | None:
+    """The `ragmorph_cuts_short` reason of the product (else the factory), None when undeclared."""
+    declared = getattr(product, "ragmorph_cuts_short", None)
+    if declared is None:
+        declared = getattr(factory, "ragmorph_cuts_short", None)
+    if declared is None:
+        return None
+    if not isinstance(declared, str) or not declared.strip():
+        raise UsageError(
+            "expected ragmorph_cuts_short to be a sentence saying why a list may end before k, got "
+            f"ragmorph_cuts_short={describe(declared)} on {display_name(product)}"
+        )
+    return declared
+
+
 def _product_class(factory: object) -> type | None:
     """The class a factory builds: the factory itself when a class, else its return annotation if it is a class."""
     if inspect.isclass(factory):
@@ -131,6 +146,9 @@ class Capabilities:
     supports_update: bool = False
     supports_index: bool = False
     supports_close: bool = False
+    # Why a list shorter than k does not mean that no other chunk matches (a token budget, a score threshold),
+    # from a `ragmorph_cuts_short` declaration; None: a short list is exhausted (see `Observation.exhausted`).
+    cuts_short: str | None = None
 
     @property
     def kind(self) -> Literal["factory", "black_box"]:
@@ -194,7 +212,7 @@ def describe_capabilities(obj: object, *, built: object | None = None) -> Capabi
     if product is None:
         return Capabilities(
             has_factory=has_factory, supports_delta=False, supports_batch=False, supports_async=False,
-            filtered_by=_filtered_by(obj, obj),
+            filtered_by=_filtered_by(obj, obj), cuts_short=_cuts_short(obj, obj),
         )
     return Capabilities(
         has_factory=has_factory,
@@ -208,6 +226,7 @@ def describe_capabilities(obj: object, *, built: object | None = None) -> Capabi
         supports_update=callable(getattr(product, "update", None)),
         supports_index=callable(getattr(product, "index", None)),
         supports_close=callable(getattr(product, "close", None)),
+        cuts_short=_cuts_short(product, obj),
     )
 
 

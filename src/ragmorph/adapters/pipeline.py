@@ -24,6 +24,9 @@ from .capabilities import describe_capabilities, display_name, is_retriever
 __all__ = ["ContextPacker", "Dedup", "FreshnessFilter", "Pipeline", "Reranker", "TenantFilter", "whitespace_tokens"]
 
 _FORWARDED = frozenset({"add", "remove", "checkpoint", "rollback"})
+# Declarations that stay true of a pipeline whatever wraps the stage making them: who filters (a TenantFilter
+# inside a Reranker still filters for the retriever) and why a list may end before k (a packer inside a Dedup).
+_DECLARED_THROUGH = frozenset({"ragmorph_filtered_by", "ragmorph_cuts_short"})
 # Without a corpus to bound it, stop growing a fetch here.
 _MAX_FETCH = 1 << 16
 
@@ -71,6 +74,8 @@ class _Stage:
         inner = self.__dict__.get("inner")
         if name in _FORWARDED and inner is not None:
             return getattr(inner, name)
+        if name in _DECLARED_THROUGH and inner is not None:
+            return getattr(inner, name, None)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __repr__(self) -> str:
@@ -271,6 +276,10 @@ class ContextPacker(_Stage):
     the text packed: the hit's own text when the inner retriever returned one, else the chunk's text.
     """
 
+    # The budget, not a lack of matching chunks, may end the list before k: relations must not read a short list
+    # as exhausted (a filtered call spends the budget on other chunks than the unfiltered one).
+    ragmorph_cuts_short = "a ContextPacker's token budget can end the list before k while other chunks still match"
+
     def __init__(
         self,
         inner: Any = None,
@@ -341,6 +350,9 @@ class Pipeline:
                     f"expected an unbound stage such as TenantFilter() at position {number}, got {describe(stage)}"
                 )
         self.stages: tuple[Any, ...] = (first, *rest)
+        cuts_short = [reason for stage in self.stages if (reason := getattr(stage, "ragmorph_cuts_short", None))]
+        if cuts_short:
+            self.ragmorph_cuts_short: str = cuts_short[0]
 
     def __repr__(self) -> str:
         return f"Pipeline([{', '.join(self.names)}])"

@@ -19,7 +19,8 @@ from ..model import Case, Corpus, Params, World
 from ..relations import Observation, Relation, Severity, Verdict
 from ..strategies import FAMILIES, corpus_diff, relation_applies
 from ..strategies.contract import VALID_RESPONSE, covers
-from ._executor import CallCache, Executor, Probe, Step, run_after
+from ._executor import CallCache, Executor, Probe, Step, observation, run_after
+from ._growth import smallest_failing_size
 from ._minimise import drop_blocks, minimal_subset
 from ._search import search
 from ._spec import RetrieverSpec, start_world
@@ -447,6 +448,46 @@ def _minimise_with(
     return spent(world=final_world, probe=final_probe, one_minimal=one_minimal, reason=reason, steps=steps, sources=violation.sources)
 
 
+def _bisect_growth(unit: Unit, cache: CallCache, resolved: Any, world: World, violation: _Violation) -> _Minimised:
+    """Shrink a violation of a corpus-growing perturbation by bisection over the grown size (see `_growth`).
+
+    The case's own corpus stays whole: the perturbation regrows the generated chunks, so the record and the
+    replay file carry the case's chunks and the smallest failing size, never thousands of generated chunks.
+    """
+    executors: list[Executor] = []
+    perturbation, relation = violation.perturbation, violation.relation
+    found = {"probe": violation.probe}
+
+    def executor_for(corpus: Corpus) -> Executor:
+        executor = Executor(unit.retriever, corpus, cache=cache, timeout=unit.settings.timeout, resolved=resolved)
+        executors.append(executor)
+        return executor
+
+    def fails(size: int) -> bool:
+        probe = _still_fails(executor_for, world, perturbation.resized(size), relation, violation.probe)
+        if probe is not None:
+            found["probe"] = probe
+        return probe is not None
+
+    try:
+        bisection = smallest_failing_size(len(world.corpus), perturbation.size, fails)
+    finally:
+        for made in executors:
+            with contextlib.suppress(RagmorphError):
+                made.close()
+    smallest = perturbation.resized(bisection.fails)
+    violation.perturbation = smallest
+    held = f", held at {bisection.held:,}" if bisection.held is not None else ""
+    reason = (
+        f"bisected over the grown size in {bisection.probes} probes: fails from {bisection.fails:,} chunks{held} "
+        f"(grown from {perturbation.size:,}); the corpus listed is the case's own {len(world.corpus):,}, "
+        f"{smallest!r} regrows the rest"
+    )
+    return _Minimised(
+        world, found["probe"], None, reason, sum(e.asked for e in executors), sum(e.calls for e in executors)
+    )
+
+
 def _relevance(fresh: Executor, world: World) -> list[str]:
     """The ids of `world`'s corpus by the retriever's own relevance to the query (one unfiltered call with a deep
     k on the fresh index minimisation built anyway); [] when that call fails or is refused."""
@@ -526,6 +567,10 @@ def _violation_record(
             )
         )
     injected, removed = corpus_diff(probe.base.world.corpus, probe.follow.world.corpus)
+    shown = violation.relation.shown
+    pair = shown(probe.base, probe.follow) if shown is not None else (probe.base, probe.follow)
+    # A shown observation other than the one made gets its own metrics (the made one's are of another ranking).
+    base, follow = (made if seen is made else observation(seen.world, seen.ranking) for seen, made in zip(pair, (probe.base, probe.follow)))
     stages = _stage_attribution(unit, resolved, violation, minimised, verdict.detail or violation.verdict.detail)
     record = RetrieverViolation(
         relation=violation.relation.name,
@@ -535,8 +580,8 @@ def _violation_record(
         detail=detail,
         calls_to_first_failure=calls_first,
         calls_shrinking=calls_shrinking,
-        base=observation_dict(probe.base),
-        follow_up=observation_dict(probe.follow),
+        base=observation_dict(base),
+        follow_up=observation_dict(follow),
         minimal_corpus=tuple(c.to_dict() for c in world.corpus),
         evidence=tuple(tuple(group) for group in unit.case.evidence),
         injected=tuple(sorted(injected)),
@@ -648,7 +693,9 @@ def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, ro
         name = violation.relation.name
         targets.discard(name)
         calls_first = tallies[name].calls_to_first_failure or executor.asked
-        if executor.has_factory:
+        if executor.has_factory and family.grows_corpus:
+            minimised = _bisect_growth(unit, cache, resolved, world, violation)
+        elif executor.has_factory:
             minimised = _minimise(unit, cache, resolved, world, violation)
         else:
             why = "black-box retriever: without a factory the runner cannot build an index over a smaller corpus"

@@ -289,6 +289,13 @@ def observation(world: World, ranking: Ranking) -> Observation:
     return Observation(world, ranking, _Metrics(world, ranking))
 
 
+def _declared_probe(base: Observation, follow: Observation, sources: tuple[int | None, int | None], capabilities: Any) -> Probe:
+    """The probe of two observations, carrying what the retriever declared about its short lists."""
+    if capabilities.cuts_short is not None:
+        base, follow = (attrs.evolve(o, cut_short=capabilities.cuts_short) for o in (base, follow))
+    return Probe(base, follow, sources)
+
+
 def invalid_observation(world: World, error: InvalidResponse) -> Observation:
     """The observation of a call on `world` whose response the validator rejected (message and rule kept)."""
     return Observation(world, Ranking(), _Metrics(world, Ranking()), invalid=str(error), rule=error.rule)
@@ -675,7 +682,7 @@ class Executor:
                 observed[call.role], sources[call.role] = observation(call.world, answer), self._source
         base = observed.get(Role.BASE) or observation(plan.base, Ranking())
         follow = observed.get(Role.FOLLOW) or observation(plan.follow, Ranking())
-        return Probe(base, follow, (sources.get(Role.BASE), sources.get(Role.FOLLOW)))
+        return _declared_probe(base, follow, (sources.get(Role.BASE), sources.get(Role.FOLLOW)), self.capabilities)
 
     def run_steps(self, steps: Sequence[tuple[int, Step]]) -> dict[int, Ranking | InvalidResponse | None]:
         """Make `steps` (numbered) on this executor's base instance, deltas restricted to its corpus.
@@ -751,7 +758,7 @@ def run_after(
             break
     base = observed[Role.BASE]
     follow = observed.get(Role.FOLLOW) or observation(plan.follow, Ranking())
-    return Probe(base, follow, sources)
+    return _declared_probe(base, follow, sources, replayed.capabilities)
 
 
 @contextmanager

@@ -322,13 +322,15 @@ def run_replayable(spec: RetrieverSpec, found: Replayable) -> ReplayOutcome:
     if not found.reproducible and not (verdict.applicable and not verdict.holds):
         # The run itself could not bring this violation back on a fresh index: holding now proves nothing.
         return ReplayOutcome(False, judged.name, unproven, error=unproven, probe=probe, calls=calls)
+    # What the run's report showed: a base asked thousands deep is shown as the part the relation compared.
+    base, follow = judged.shown(probe.base, probe.follow) if judged.shown is not None else (probe.base, probe.follow)
     return ReplayOutcome(
         reproduced=verdict.applicable and not verdict.holds,
         relation=judged.name,
         detail=verdict.detail,
         applicable=verdict.applicable,
-        base_ids=probe.base.ranking.ids,
-        follow_ids=probe.follow.ranking.ids,
+        base_ids=base.ranking.ids,
+        follow_ids=follow.ranking.ids,
         probe=probe,
         calls=calls,
     )
