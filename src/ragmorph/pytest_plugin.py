@@ -289,8 +289,13 @@ def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: objec
     except RagmorphError as error:
         # One collection error naming the problem, instead of one failing item (and traceback) per relation.
         raise collector.CollectError(f"ragmorph suite {name!r}: {error}") from None
+    from .config import PROFILES
+
     only = config.getoption("--ragmorph-strategies")
-    families = obj.strategies if obj.strategies is not None else tuple(DEFAULT_SUITE)
+    profile_name = config.getoption("--ragmorph-profile", default=None)
+    # A profile that names its families (`scale`) beats the suite's, as its budget does.
+    profiled = PROFILES[profile_name].strategies if profile_name else None
+    families = profiled if profiled is not None else obj.strategies if obj.strategies is not None else tuple(DEFAULT_SUITE)
     if only:
         keep = {part.strip() for part in only.split(",") if part.strip()}
         families = tuple(f for f in families if f in keep)

@@ -179,6 +179,15 @@ def test_the_config_files_seed_is_the_seed_its_suite_runs_with(pytester: pytest.
     assert {p.get("value") for p in _properties(junit) if p.get("name") == "ragmorph_seed"} == {"3"}
 
 
+def test_a_profile_naming_its_families_runs_those_families(pytester: pytest.Pytester) -> None:
+    tests = _project(pytester, CONFIG)
+    result = pytester.runpytest_inprocess(str(tests), "--ragmorph-profile", "scale", "--collect-only", "-q",
+                                          "-p", "no:cacheprovider")
+    items = [line for line in result.stdout.lines if line.startswith("tests/") and "::" in line]
+    assert items and all("[scale-" in line for line in items), items
+    assert any("scale-full_k" in line for line in items)
+
+
 def test_a_suites_seed_must_be_an_integer() -> None:
     from ragmorph.errors import UsageError
     from ragmorph.pytest_plugin import suite
