@@ -16,6 +16,7 @@ from ..triage import plural
 
 __all__ = [
     "EXIT_MEANING",
+    "HEADLINE_MEASURES",
     "Cell",
     "DiffRow",
     "cell_label",
@@ -332,8 +333,9 @@ def replay_command(violation: Mapping[str, Any]) -> str | None:
     return f"ragmorph replay {quoted}"
 
 
-# Measures a slice row shows, at the largest k: evidence coverage first, then ranking quality and claims.
-_SLICE_MEASURES = ("GroupR", "R", "nDCG", "ClaimR(judge=tokens)")
+# The headline measures (slice tables, the comparison's delta plot): evidence coverage first, then ranking quality
+# and claims.
+HEADLINE_MEASURES = ("GroupR", "R", "nDCG", "ClaimR(judge=tokens)")
 
 
 def slice_metrics(report: Mapping[str, Any]) -> list[str]:
@@ -342,7 +344,7 @@ def slice_metrics(report: Mapping[str, Any]) -> list[str]:
     if not ks:
         return []
     present = {name for rows in (report.get("slices") or {}).values() for row in rows for name in row.get("metrics", {})}
-    return [name for name in (f"{measure}@{max(ks)}" for measure in _SLICE_MEASURES) if name in present]
+    return [name for name in (f"{measure}@{max(ks)}" for measure in HEADLINE_MEASURES) if name in present]
 
 
 def slice_label(row: Mapping[str, Any]) -> str:
