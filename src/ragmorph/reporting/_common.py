@@ -17,6 +17,7 @@ from ..triage import plural
 __all__ = [
     "EXIT_MEANING",
     "HEADLINE_MEASURES",
+    "STATUSES",
     "Cell",
     "DiffRow",
     "cell_label",
@@ -42,7 +43,8 @@ __all__ = [
     "worst_slices",
 ]
 
-_STATUSES = ("pass", "fail", "error", "not_applicable")
+# Result statuses in the order every table counts them.
+STATUSES = ("pass", "fail", "error", "not_applicable")
 
 # The report's exit code in words (2, a usage or input error, never produces a report).
 EXIT_MEANING: dict[int, str] = {int(code): code.meaning for code in ExitCode if code is not ExitCode.USAGE}
@@ -138,7 +140,7 @@ def cells(report: Mapping[str, Any]) -> dict[tuple[str, str, str], Cell]:
         grouped.setdefault((result["retriever"], result["strategy"], result["relation"]), []).append(result)
     table: dict[tuple[str, str, str], Cell] = {}
     for key, results in grouped.items():
-        counts = {status: sum(1 for r in results if r["status"] == status) for status in _STATUSES}
+        counts = {status: sum(1 for r in results if r["status"] == status) for status in STATUSES}
         rates = [r["rate"] for r in results if r.get("rate")]
         table[key] = Cell(
             counts=counts,
