@@ -29,6 +29,7 @@ __all__ = [
     "derivation",
     "fresh_id",
     "ks_strategy",
+    "matching_ids",
     "query_tokens",
     "shares_word",
     "vocabulary",
@@ -158,6 +159,14 @@ def fresh_id(corpus: Corpus, stem: str, taken: set[str] | None = None) -> str:
 def query_tokens(text: str) -> tuple[str, ...]:
     """Casefolded word tokens, the way a word-level lexical retriever sees text (the built-in tokenizer)."""
     return tuple(default_tokenize(text))
+
+
+def matching_ids(world: World, *, exclude: Sequence[str] = ()) -> list[str]:
+    """Ids of the chunks sharing a query token, most shared tokens first (ties by corpus position), `exclude` left out."""
+    query = set(query_tokens(world.case.query))
+    left_out = set(exclude)
+    rows = [(len(query & set(query_tokens(c.text))), n, c.id) for n, c in enumerate(world.corpus) if c.id not in left_out]
+    return [chunk_id for shared, _, chunk_id in sorted(rows, key=lambda r: (-r[0], r[1])) if shared]
 
 
 # Words sharing this many leading characters count as the same word: a stemmer maps "policies" and "policy"
