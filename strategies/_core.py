@@ -25,6 +25,7 @@ __all__ = [
     "Family",
     "PerturbationBase",
     "Vocabulary",
+    "between_filters",
     "default_filters",
     "derivation",
     "fresh_id",
@@ -140,6 +141,17 @@ def ks_strategy(ks: Sequence[int]) -> st.SearchStrategy[int]:
 def default_filters(case: Case) -> Filters:
     """The filters a case is asked with: its tenant's visibility when it has a tenant, none otherwise."""
     return Filters(tenant=case.tenant) if case.tenant is not None else Filters()
+
+
+def between_filters(world: World, filters: bool) -> list[Filters]:
+    """Filters of the calls made in between (repeat, state): the world's own, then, for retrievers that take
+    filters, none, current only, and the tenant's current chunks when the case has a tenant."""
+    choices = [world.params.filters]
+    if filters:
+        choices += [Filters(), Filters(current_only=True)]
+        if world.case.tenant is not None:
+            choices.append(Filters(tenant=world.case.tenant, current_only=True))
+    return choices
 
 
 def fresh_id(corpus: Corpus, stem: str, taken: set[str] | None = None) -> str:
