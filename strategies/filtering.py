@@ -20,8 +20,7 @@ from typing import Any, ClassVar
 import attrs
 from hypothesis import strategies as st
 
-from ragmorph.model import Filters, Hit, World
-from ragmorph.model import Ranking
+from ragmorph.model import Filters, Hit, Ranking, World
 from ragmorph.relations import Concern, Direction, Observation, Relation, Severity, Verdict, compare_up_to_ties
 
 from ._core import Family, PerturbationBase, ks_strategy, query_tokens
@@ -311,7 +310,7 @@ RELATIONS = (
     ),
     full_k_relation(
         "filters",
-        source="the retriever's own unfiltered ranking (asked at least 100 deep)",
+        source=f"the retriever's own unfiltered ranking (asked at least {_MIN_DEPTH} deep)",
         applies_to=("ApplyFilters",),
         assumptions=("the filter does not change whether an admitted chunk matches the query (one scored list)",),
     ),

@@ -162,7 +162,7 @@ RELATIONS = (
     ),
     full_k_relation(
         "tenancy",
-        source="the retriever's own unfiltered ranking (asked at least 30 deep)",
+        source=f"the retriever's own unfiltered ranking (asked at least {_MIN_DEPTH} deep)",
         applies_to=("ApplyTenantFilter",),
         assumptions=("the tenant filter does not change whether a visible chunk matches the query (one scored list)",),
     ),
