@@ -37,6 +37,7 @@ __all__ = [
     "retriever_names",
     "snippet",
     "strategy_names",
+    "text_table",
     "violation_marks",
     "slice_label",
     "slice_metrics",
@@ -205,6 +206,12 @@ def format_score(value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return str(value)
     return f"{value:.4g}"
+
+
+def text_table(header: Sequence[str], rows: Sequence[Sequence[str]], indent: str = "") -> list[str]:
+    """Lines of a left-aligned text table: the header, then one line per row, columns as wide as their widest cell."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    return [indent + "  ".join(f"{c:<{w}}" for c, w in zip(line, widths)).rstrip() for line in (header, *rows)]
 
 
 _SPACE = re.compile(r"\s+")

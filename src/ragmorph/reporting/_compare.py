@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..io import atomic_write_bytes, atomic_write_text
-from ._common import HEADLINE_MEASURES, format_value, snippet
+from ._common import HEADLINE_MEASURES, format_value, snippet, text_table
 
 __all__ = ["comparison_html", "delta_chart", "headline_metric", "render_comparison", "write_comparison"]
 
@@ -88,9 +88,7 @@ def render_comparison(data: Mapping[str, Any], *, max_queries: int | None = 10) 
     ]
     unchanged = len(data.get("metrics", ())) - len(rows)
     if rows:
-        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-        lines.append("  ".join(f"{h:<{w}}" for h, w in zip(header, widths)).rstrip())
-        lines += ["  ".join(f"{c:<{w}}" for c, w in zip(r, widths)).rstrip() for r in rows]
+        lines += text_table(header, rows)
     lines.append("* gated: decides the exit code (Holm-adjusted p); the other metrics are reported with their raw p")
     if unchanged:
         lines.append(f"({unchanged} more metrics unchanged on every query)")
