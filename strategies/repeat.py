@@ -109,10 +109,10 @@ def first_repeats(
     first) removed in one delta and restored, and a chunk added and removed again."""
     top = max(ks)
     choices = [world.params.filters] + ([Filters(), Filters(current_only=True)] if filters else [])
-    others = [Params(k, f) for k, f in zip((min(ks), top * 2, top, min(ks)), dict.fromkeys(choices))]
+    others = [Params(k, f) for k, f in zip((min(ks), top * 2, top), dict.fromkeys(choices))]
     if len(others) < 2:
         others.append(Params(top * 2, world.params.filters))
-    found: list[PerturbationBase] = [RepeatCall(k=top), RepeatCall(k=top, between=tuple(others[:4]))]
+    found: list[PerturbationBase] = [RepeatCall(k=top), RepeatCall(k=top, between=tuple(others))]
     if delta:
         gold = [i for i in world.case.gold_ids if i in world.corpus]
         removable = gold + [c.id for c in world.corpus.chunks[:20] if c.id not in gold]
