@@ -16,6 +16,7 @@ from typing import Any
 from ..io import atomic_write_bytes, atomic_write_text
 from ._common import HEADLINE_MEASURES, format_value, snippet, text_table
 from ._common import escape_html as _e
+from ._common import xml_text as _xml
 
 __all__ = ["comparison_html", "delta_chart", "headline_metric", "render_comparison", "write_comparison"]
 
@@ -233,7 +234,7 @@ def _junit(data: Mapping[str, Any]) -> ET.ElementTree:
     suite = ET.SubElement(root, "testsuite", name="ragmorph.compare")
     counts = {"tests": 0, "failures": 0}
     for test in data.get("metrics", ()):
-        case = ET.SubElement(suite, "testcase", classname="ragmorph.compare.metrics", name=test["metric"], time="0")
+        case = ET.SubElement(suite, "testcase", classname="ragmorph.compare.metrics", name=_xml(test["metric"]), time="0")
         counts["tests"] += 1
         text = (
             f"baseline {format_value(test['baseline'])} -> candidate {format_value(test['candidate'])} "
@@ -241,17 +242,17 @@ def _junit(data: Mapping[str, Any]) -> ET.ElementTree:
         )
         if test["verdict"] == "regression":
             counts["failures"] += 1
-            ET.SubElement(case, "failure", message=f"significant regression of {test['metric']}", type="regression").text = text
+            ET.SubElement(case, "failure", message=_xml(f"significant regression of {test['metric']}"), type="regression").text = text
         ET.SubElement(case, "system-out").text = text
     for row in data.get("queries", ()):
         if not row["critical"]:
             continue
-        case = ET.SubElement(suite, "testcase", classname="ragmorph.compare.critical", name=row["case"], time="0")
+        case = ET.SubElement(suite, "testcase", classname="ragmorph.compare.critical", name=_xml(row["case"]), time="0")
         counts["tests"] += 1
         if row["lost"]:
             counts["failures"] += 1
-            ET.SubElement(case, "failure", message=f"critical case {row['case']} lost evidence", type="lost_critical").text = (
-                "\n".join(_lost_lines(row))
+            ET.SubElement(case, "failure", message=_xml(f"critical case {row['case']} lost evidence"), type="lost_critical").text = (
+                _xml("\n".join(_lost_lines(row)))
             )
     for key, value in counts.items():
         suite.set(key, str(value))
