@@ -21,7 +21,7 @@ from ragmorph.adapters import (
     describe_capabilities,
 )
 from ragmorph.errors import UsageError
-from ragmorph.model import Chunk, Corpus, Filters, Params
+from ragmorph.model import Case, Chunk, Corpus, Filters, Params
 
 CORPUS = Corpus(
     [
@@ -209,3 +209,29 @@ def test_a_cuts_short_declaration_must_be_a_sentence() -> None:
 
     with pytest.raises(UsageError, match="ragmorph_cuts_short"):
         describe_capabilities(Odd(CORPUS))
+
+
+class _StaleLeakingBM25(BM25Retriever):
+    """A BM25 that ignores current_only: under it a stale chunk leaks, which only a FreshnessFilter would hide."""
+
+    def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> list:
+        plain = None if filters is None else Filters(tenant=filters.tenant, metadata=filters.metadata)
+        return super().retrieve(query, k=k, filters=plain)
+
+
+def test_a_freshness_filter_declares_that_ragmorph_filters_so_supersede_relations_do_not_judge_it() -> None:
+    from ragmorph.adapters import Pipeline
+    from ragmorph.runner import check
+    from ragmorph.strategies import CATALOG
+
+    assert describe_capabilities(FreshnessFilter(BM25Retriever(CORPUS))).filtered_by == "ragmorph"
+    assert describe_capabilities(Reranker(FreshnessFilter(BM25Retriever(CORPUS)), len)).filtered_by == "ragmorph"
+    judging = {r.name for r in CATALOG if r.judges_filtering}
+    assert "supersede.stale_zero" in judging
+    cases = [Case(id="c1", query="leave policy acme", tenant="acme", evidence=[["a2"]])]
+    report = check({"fresh": Pipeline([_StaleLeakingBM25, FreshnessFilter()])}, CORPUS, cases,
+                   strategies=["supersede"], max_examples=5)
+    rows = [r for r in report.results if r.relation in judging]
+    assert rows and {(r.status, r.reason) for r in rows} == {
+        ("not_applicable", "filtering is done by ragmorph, not by the retriever")
+    }

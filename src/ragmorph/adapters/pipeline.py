@@ -181,6 +181,10 @@ class TenantFilter(_Stage):
 class FreshnessFilter(_Stage):
     """Drops a chunk whose `superseded_by` successor is in the corpus (a stale chunk); over-fetches to keep k."""
 
+    # ragmorph's own drop of stale chunks stands between the inner retriever and what the relations judging
+    # filtering see (supersede.stale_zero would pass on this stage's code, not the retriever's): they do not apply.
+    ragmorph_filtered_by = "ragmorph"
+
     def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
         """Inner hits that are not stale, best first."""
         corpus = self._require_corpus()
