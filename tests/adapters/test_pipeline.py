@@ -195,6 +195,11 @@ def test_declarations_about_filtering_and_short_lists_hold_through_wrapping_stag
     wrapped = describe_capabilities(Reranker(TenantFilter(BM25Retriever(CORPUS)), score))
     assert wrapped.filtered_by == "ragmorph"
     assert describe_capabilities(Reranker(BM25Retriever(CORPUS), score)).filtered_by == "retriever"
+    # Declared as a list, before any build: the stages' declarations are the pipeline's.
+    declared = Pipeline([BM25Retriever, TenantFilter(), Reranker(score_fn=score)])
+    assert describe_capabilities(declared).filtered_by == "ragmorph"
+    assert describe_capabilities(declared, built=declared(CORPUS)).filtered_by == "ragmorph"
+    assert describe_capabilities(Pipeline([BM25Retriever, Dedup()])).filtered_by == "retriever"
     # A packer's budget can end a list before k, inside a Dedup or not, declared or built.
     packed = Pipeline([BM25Retriever, ContextPacker(token_budget=9), Dedup()])
     assert "token budget" in describe_capabilities(packed).cuts_short

@@ -354,9 +354,12 @@ class Pipeline:
                     f"expected an unbound stage such as TenantFilter() at position {number}, got {describe(stage)}"
                 )
         self.stages: tuple[Any, ...] = (first, *rest)
-        cuts_short = [reason for stage in self.stages if (reason := getattr(stage, "ragmorph_cuts_short", None))]
-        if cuts_short:
-            self.ragmorph_cuts_short: str = cuts_short[0]
+        # What the built pipeline will declare through its stages (the outermost declaring stage wins, as when
+        # built), known before any build: who filters, why a list may end before k.
+        for name in _DECLARED_THROUGH:
+            declared = [value for stage in reversed(self.stages) if (value := getattr(stage, name, None)) is not None]
+            if declared:
+                setattr(self, name, declared[0])
 
     def __repr__(self) -> str:
         return f"Pipeline([{', '.join(self.names)}])"
