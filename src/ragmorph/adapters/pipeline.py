@@ -232,6 +232,11 @@ class Dedup(_Stage):
     ) -> None:
         super().__init__(inner, corpus=corpus, overfetch=overfetch)
         self.by_text = by_text
+        if by_text:
+            # Which of two equal texts survives depends on which chunks the call's filters admit (a filtered call
+            # keeps the shared twin of an excluded chunk that an unfiltered call dropped), so relations comparing
+            # filtered with unfiltered lists would judge this stage: they do not apply, as for TenantFilter.
+            self.ragmorph_filtered_by = "ragmorph"
 
     def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
         """Inner hits with the first occurrence of each id (and text) kept."""
