@@ -25,10 +25,12 @@ __all__ = [
     "Family",
     "PerturbationBase",
     "Vocabulary",
+    "between_filters",
     "default_filters",
     "derivation",
     "fresh_id",
     "ks_strategy",
+    "matching_ids",
     "query_tokens",
     "shares_word",
     "vocabulary",
@@ -141,6 +143,17 @@ def default_filters(case: Case) -> Filters:
     return Filters(tenant=case.tenant) if case.tenant is not None else Filters()
 
 
+def between_filters(world: World, filters: bool) -> list[Filters]:
+    """Filters of the calls made in between (repeat, state): the world's own, then, for retrievers that take
+    filters, none, current only, and the tenant's current chunks when the case has a tenant."""
+    choices = [world.params.filters]
+    if filters:
+        choices += [Filters(), Filters(current_only=True)]
+        if world.case.tenant is not None:
+            choices.append(Filters(tenant=world.case.tenant, current_only=True))
+    return choices
+
+
 def fresh_id(corpus: Corpus, stem: str, taken: set[str] | None = None) -> str:
     """An id starting with `stem` that no chunk of `corpus` (nor `taken`) uses."""
     taken = taken or set()
@@ -158,6 +171,14 @@ def fresh_id(corpus: Corpus, stem: str, taken: set[str] | None = None) -> str:
 def query_tokens(text: str) -> tuple[str, ...]:
     """Casefolded word tokens, the way a word-level lexical retriever sees text (the built-in tokenizer)."""
     return tuple(default_tokenize(text))
+
+
+def matching_ids(world: World, *, exclude: Sequence[str] = ()) -> list[str]:
+    """Ids of the chunks sharing a query token, most shared tokens first (ties by corpus position), `exclude` left out."""
+    query = set(query_tokens(world.case.query))
+    left_out = set(exclude)
+    rows = [(len(query & set(query_tokens(c.text))), n, c.id) for n, c in enumerate(world.corpus) if c.id not in left_out]
+    return [chunk_id for shared, _, chunk_id in sorted(rows, key=lambda r: (-r[0], r[1])) if shared]
 
 
 # Words sharing this many leading characters count as the same word: a stemmer maps "policies" and "policy"

@@ -57,8 +57,8 @@ class CompareWithTwin(PerturbationBase):
 
     def plan(self, world: World) -> Plan:
         """The twin's answer is the base, the retriever's the follow-up, over the same world."""
-        asked = self.apply(world)
-        return Plan((Call(self.base(world), Instance.TWIN, role=Role.BASE), Call(asked, Instance.BASE, role=Role.FOLLOW)))
+        asked = self.apply(world)  # `base` is the same world
+        return Plan((Call(asked, Instance.TWIN, role=Role.BASE), Call(asked, Instance.BASE, role=Role.FOLLOW)))
 
 
 def twin_comparisons(world: World, *, ks: Sequence[int], **_: object) -> st.SearchStrategy[CompareWithTwin]:

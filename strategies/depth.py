@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from ragmorph.model import World
 from ragmorph.relations import Direction, Observation, Relation, Severity, Verdict
 
-from ._core import Family, PerturbationBase, corpus_diff, query_tokens
+from ._core import Family, PerturbationBase, corpus_diff, matching_ids
 
 __all__ = ["FAMILY", "RELATIONS", "RemoveAtDepth", "depth_removals", "no_newcomer"]
 
@@ -52,10 +52,7 @@ def depths(world: World, ks: Sequence[int]) -> tuple[int, ...]:
 def depth_removals(world: World, *, ks: Sequence[int], **_: object) -> st.SearchStrategy[RemoveAtDepth]:
     """Draw a deep cutoff and one or two chunks to remove; shrinks toward the shallower cutoff and the chunk
     sharing most query tokens."""
-    query = set(query_tokens(world.case.query))
-    overlap = [(len(query & set(query_tokens(c.text))), position, c.id) for position, c in enumerate(world.corpus)]
-    ranked = [chunk_id for shared, _, chunk_id in sorted(overlap, key=lambda row: (-row[0], row[1])) if shared]
-    candidates = ranked[:_CANDIDATES] or [c.id for c in world.corpus.chunks[:_CANDIDATES]]
+    candidates = matching_ids(world)[:_CANDIDATES] or [c.id for c in world.corpus.chunks[:_CANDIDATES]]
     return st.builds(
         lambda k, ids: RemoveAtDepth(k=k, ids=tuple(ids)),
         st.sampled_from(depths(world, ks)),

@@ -20,8 +20,7 @@ from typing import Any, ClassVar
 import attrs
 from hypothesis import strategies as st
 
-from ragmorph.model import Filters, Hit, World
-from ragmorph.model import Ranking
+from ragmorph.model import Filters, Hit, Ranking, World
 from ragmorph.relations import Concern, Direction, Observation, Relation, Severity, Verdict, compare_up_to_ties
 
 from ._core import Family, PerturbationBase, ks_strategy, query_tokens
@@ -31,6 +30,7 @@ __all__ = [
     "RELATIONS",
     "ApplyFilters",
     "admitted_only",
+    "admitted_prefix",
     "filter_choices",
     "filtered_equals_admitted",
     "filterings",
@@ -142,23 +142,40 @@ def filtered_equals_admitted(base: Observation, follow: Observation) -> Verdict:
     filters = follow.world.params.filters
     if not base.world.params.filters.is_empty or filters.is_empty:
         return Verdict.not_applicable("only judged for an unfiltered base and a filtered follow-up")
-    corpus, k = base.world.corpus, follow.world.params.k
-    admitted: list[Hit] = [h for h in base.ranking.hits if h.id in corpus and filters.allows(corpus[h.id])]
-    exhausted = base.exhausted
     what = f"the unfiltered ranking's chunks that pass the filters ({_describe(filters)})"
-    if exhausted and len(admitted) <= k:
+    return admitted_prefix(
+        base,
+        follow,
+        [h for h in base.ranking.hits if h.id in base.world.corpus and filters.allows(base.world.corpus[h.id])],
+        already=lambda shown: f"{what} are already {shown} or more",
+        mismatch=f"the filtered ranking is not {what}",
+    )
+
+
+def admitted_prefix(
+    base: Observation, follow: Observation, admitted: Sequence[Hit], *, already: Callable[[int], str], mismatch: str
+) -> Verdict:
+    """Verdict that `follow` is `admitted` (the base's hits its filters admit) in order, cut to k, up to ties (pure).
+
+    The one comparison of a filtered ranking with an unfiltered base (the filters and tenancy families): when the
+    base was exhausted and shows at most k admitted chunks, the filtered ranking must be exactly those; otherwise
+    its first min(k, admitted shown) hits must be the admitted prefix. `already(shown)` and `mismatch` word the
+    two kinds of break.
+    """
+    k = follow.world.params.k
+    if base.exhausted and len(admitted) <= k:
         # The unfiltered ranking listed every chunk it would ever return, so the filtered one is fully known.
         verdict = compare_up_to_ties(admitted, follow.ranking.hits, open_end=False, scores_comparable=False)
     else:
         shown = min(k, len(admitted))
         if len(follow.ranking.hits) < shown:
             return Verdict.broken(
-                f"the filtered ranking has {len(follow.ranking.hits)} hits, but {what} are already "
-                f"{shown} or more: {[h.id for h in admitted[:shown]]}"
+                f"the filtered ranking has {len(follow.ranking.hits)} hits, but {already(shown)}: "
+                f"{[h.id for h in admitted[:shown]]}"
             )
         verdict = compare_up_to_ties(admitted[:shown], follow.ranking.hits[:shown], scores_comparable=False, below=admitted[shown:])
     if not verdict.holds:
-        return Verdict.broken(f"the filtered ranking is not {what}: {verdict.detail}")
+        return Verdict.broken(f"{mismatch}: {verdict.detail}")
     return verdict
 
 
@@ -293,7 +310,7 @@ RELATIONS = (
     ),
     full_k_relation(
         "filters",
-        source="the retriever's own unfiltered ranking (asked at least 100 deep)",
+        source=f"the retriever's own unfiltered ranking (asked at least {_MIN_DEPTH} deep)",
         applies_to=("ApplyFilters",),
         assumptions=("the filter does not change whether an admitted chunk matches the query (one scored list)",),
     ),

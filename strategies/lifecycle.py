@@ -49,7 +49,7 @@ from ragmorph.relations import (
     scores_tied,
 )
 
-from ._core import Family, PerturbationBase, check_never, corpus_diff, fresh_id, ks_strategy, query_tokens, vocabulary
+from ._core import Family, PerturbationBase, check_never, corpus_diff, fresh_id, ks_strategy, matching_ids, query_tokens, vocabulary
 
 __all__ = [
     "EDITS",
@@ -236,10 +236,7 @@ def _late_chunk(world: World, taken: set[str]) -> Chunk:
 
 def _matching(world: World) -> list[str]:
     """Ids of the chunks sharing most query tokens (ties by position), gold chunks excluded."""
-    query = set(query_tokens(world.case.query))
-    gold = set(world.case.gold_ids)
-    rows = [(len(query & set(query_tokens(c.text))), n, c.id) for n, c in enumerate(world.corpus) if c.id not in gold]
-    return [i for shared, _, i in sorted(rows, key=lambda r: (-r[0], r[1])) if shared][:_CANDIDATES]
+    return matching_ids(world, exclude=world.case.gold_ids)[:_CANDIDATES]
 
 
 def lifecycle_changes(world: World, *, ks: Sequence[int], delta: bool = True, **_: object) -> st.SearchStrategy[PerturbationBase]:

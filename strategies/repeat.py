@@ -28,7 +28,7 @@ from ragmorph.relations import (
     scores_tied,
 )
 
-from ._core import Family, PerturbationBase, fresh_id, ks_strategy, vocabulary
+from ._core import Family, PerturbationBase, between_filters, fresh_id, ks_strategy, vocabulary
 
 __all__ = ["FAMILY", "RELATIONS", "RepeatCall", "RoundTrip", "repeats"]
 
@@ -83,13 +83,8 @@ def repeats(
     Calls in between vary k and, for retrievers that take filters, the filters too.
     """
     tenant = world.case.tenant
-    filter_choices = [world.params.filters]
-    if filters:
-        filter_choices += [Filters(), Filters(current_only=True)]
-        if tenant is not None:
-            filter_choices.append(Filters(tenant=tenant, current_only=True))
     wider = sorted(set(ks) | {max(ks) * 2})
-    calls = st.builds(Params, k=st.sampled_from(wider), filters=st.sampled_from(filter_choices))
+    calls = st.builds(Params, k=st.sampled_from(wider), filters=st.sampled_from(between_filters(world, filters)))
     repeat = st.builds(RepeatCall, k=ks_strategy(ks), between=st.lists(calls, max_size=4).map(tuple))
     if not delta:
         return repeat
@@ -114,10 +109,10 @@ def first_repeats(
     first) removed in one delta and restored, and a chunk added and removed again."""
     top = max(ks)
     choices = [world.params.filters] + ([Filters(), Filters(current_only=True)] if filters else [])
-    others = [Params(k, f) for k, f in zip((min(ks), top * 2, top, min(ks)), dict.fromkeys(choices))]
+    others = [Params(k, f) for k, f in zip((min(ks), top * 2, top), dict.fromkeys(choices))]
     if len(others) < 2:
         others.append(Params(top * 2, world.params.filters))
-    found: list[PerturbationBase] = [RepeatCall(k=top), RepeatCall(k=top, between=tuple(others[:4]))]
+    found: list[PerturbationBase] = [RepeatCall(k=top), RepeatCall(k=top, between=tuple(others))]
     if delta:
         gold = [i for i in world.case.gold_ids if i in world.corpus]
         removable = gold + [c.id for c in world.corpus.chunks[:20] if c.id not in gold]

@@ -64,17 +64,25 @@ class GrowCorpus(PerturbationBase):
 
     def base(self, world: World) -> World:
         """The grown world asked unfiltered, as deep as it has chunks: every chunk the retriever would return."""
-        grown = self.grown(world)
-        return attrs.evolve(grown, params=attrs.evolve(grown.params, k=max(self.k, len(grown.corpus)), filters=Filters()))
+        return self._unfiltered(self.grown(world))
 
     def apply(self, world: World) -> World:
         """The grown world asked at k under the case's tenant filter."""
-        grown = self.grown(world)
-        return attrs.evolve(grown, params=attrs.evolve(grown.params, k=self.k, filters=Filters(tenant=world.case.tenant)))
+        return self._filtered(self.grown(world))
 
     def plan(self, world: World) -> Plan:
         """Both calls on fresh indexes built over the grown corpus in one load (as an application builds one)."""
-        return Plan((Call(self.base(world), Instance.FRESH, role=Role.BASE), Call(self.apply(world), Instance.FRESH, role=Role.FOLLOW)))
+        grown = self.grown(world)  # once: growing builds a corpus of thousands of chunks
+        return Plan(
+            (Call(self._unfiltered(grown), Instance.FRESH, role=Role.BASE), Call(self._filtered(grown), Instance.FRESH, role=Role.FOLLOW))
+        )
+
+    def _unfiltered(self, grown: World) -> World:
+        return attrs.evolve(grown, params=attrs.evolve(grown.params, k=max(self.k, len(grown.corpus)), filters=Filters()))
+
+    def _filtered(self, grown: World) -> World:
+        # Growing changes only the corpus, so the grown world's case is the asked one.
+        return attrs.evolve(grown, params=attrs.evolve(grown.params, k=self.k, filters=Filters(tenant=grown.case.tenant)))
 
     def resized(self, size: int) -> GrowCorpus:
         """The same growth to `size` chunks (a prefix of this one's generated chunks)."""

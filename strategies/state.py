@@ -21,7 +21,7 @@ from typing import ClassVar
 import attrs
 from hypothesis import strategies as st
 
-from ragmorph.model import Filters, Params, World
+from ragmorph.model import Params, World
 from ragmorph.relations import (
     Call,
     Direction,
@@ -35,7 +35,7 @@ from ragmorph.relations import (
     compare_up_to_ties,
 )
 
-from ._core import Family, PerturbationBase, check_never, corpus_diff, ks_strategy, query_tokens
+from ._core import Family, PerturbationBase, between_filters, check_never, corpus_diff, ks_strategy, matching_ids
 
 __all__ = ["FAMILY", "RELATIONS", "AnotherInstance", "FreshAfterCalls", "FreshWithout", "fresh_checks"]
 
@@ -104,18 +104,11 @@ class AnotherInstance(PerturbationBase):
 def fresh_checks(world: World, *, ks: Sequence[int], filters: bool = True, **_: object) -> st.SearchStrategy[PerturbationBase]:
     """Draw a fresh-instance comparison; shrinks toward no calls in between, or the removal of the chunk sharing
     most query words, at the smallest k."""
-    tenant = world.case.tenant
-    choices = [world.params.filters]
-    if filters:
-        choices += [Filters(), Filters(current_only=True)]
-        if tenant is not None:
-            choices.append(Filters(tenant=tenant, current_only=True))
     wider = sorted(set(ks) | {2 * max(ks)})
-    calls = st.builds(Params, k=st.sampled_from(wider), filters=st.sampled_from(list(dict.fromkeys(choices))))
+    choices = list(dict.fromkeys(between_filters(world, filters)))
+    calls = st.builds(Params, k=st.sampled_from(wider), filters=st.sampled_from(choices))
     after = st.builds(FreshAfterCalls, k=ks_strategy(ks), between=st.lists(calls, max_size=3).map(tuple))
-    query = set(query_tokens(world.case.query))
-    rows = [(len(query & set(query_tokens(c.text))), n, c.id) for n, c in enumerate(world.corpus)]
-    candidates = [i for shared, _, i in sorted(rows, key=lambda r: (-r[0], r[1])) if shared][:_CANDIDATES]
+    candidates = matching_ids(world)[:_CANDIDATES]
     if not candidates:
         return after
     one = st.lists(st.sampled_from(candidates), min_size=1, max_size=1).map(tuple)

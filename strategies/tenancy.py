@@ -9,10 +9,10 @@ import attrs
 from hypothesis import strategies as st
 
 from ragmorph.model import Filters, World
-from ragmorph.relations import Concern, Direction, Observation, Relation, Severity, Verdict, compare_up_to_ties
+from ragmorph.relations import Concern, Direction, Observation, Relation, Severity, Verdict
 
 from ._core import Family, PerturbationBase, ks_strategy
-from .filtering import full_k_relation
+from .filtering import admitted_prefix, full_k_relation
 
 __all__ = ["FAMILY", "RELATIONS", "ApplyTenantFilter", "AskAsOtherTenant", "tenant_changes"]
 
@@ -94,25 +94,14 @@ def _filtered_equals_visible(base: Observation, follow: Observation) -> Verdict:
     if base.world.params.filters.tenant is not None or follow.world.params.filters.tenant is None:
         return Verdict.not_applicable("only judged for an unfiltered base and a tenant-filtered follow-up")
     tenant = follow.world.params.filters.tenant
-    k = follow.world.params.k
-    visible = [h for h in base.ranking.hits if h.id in base.world.corpus and base.world.corpus[h.id].visible_to(tenant)]
-    exhausted = base.exhausted
-    if exhausted and len(visible) <= k:
-        # The unfiltered ranking listed every chunk it would ever return, so the filtered one is fully known.
-        verdict = compare_up_to_ties(visible, follow.ranking.hits, open_end=False, scores_comparable=False)
-    else:
-        shown = min(k, len(visible))
-        if len(follow.ranking.hits) < shown:
-            return Verdict.broken(
-                f"the filtered ranking has {len(follow.ranking.hits)} hits, but the unfiltered ranking already "
-                f"shows {shown} chunks visible to {tenant!r}: {[h.id for h in visible[:shown]]}"
-            )
-        verdict = compare_up_to_ties(
-            visible[:shown], follow.ranking.hits[:shown], scores_comparable=False, below=visible[shown:]
-        )
-    if not verdict.holds:
-        return Verdict.broken(f"filtered ranking is not the visible part of the unfiltered ranking: {verdict.detail}")
-    return verdict
+    corpus = base.world.corpus
+    return admitted_prefix(
+        base,
+        follow,
+        [h for h in base.ranking.hits if h.id in corpus and corpus[h.id].visible_to(tenant)],
+        already=lambda shown: f"the unfiltered ranking already shows {shown} chunks visible to {tenant!r}",
+        mismatch="filtered ranking is not the visible part of the unfiltered ranking",
+    )
 
 
 def _no_cross_tenant(base: Observation, follow: Observation) -> Verdict:
@@ -173,7 +162,7 @@ RELATIONS = (
     ),
     full_k_relation(
         "tenancy",
-        source="the retriever's own unfiltered ranking (asked at least 30 deep)",
+        source=f"the retriever's own unfiltered ranking (asked at least {_MIN_DEPTH} deep)",
         applies_to=("ApplyTenantFilter",),
         assumptions=("the tenant filter does not change whether a visible chunk matches the query (one scored list)",),
     ),

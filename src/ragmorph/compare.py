@@ -226,6 +226,12 @@ def compare_reports(
     new = [_violation_row(row) for key, row in cand_fail.items() if key not in base_fail]
     # Fixed: the baseline failed and the candidate ran the same relation without failing (not an error or absent).
     fixed = [_violation_row(row) for key, row in base_fail.items() if cand_status.get(key) in ("pass", "not_applicable")]
+    new_by_case: dict[str, list[dict[str, Any]]] = {}
+    for violation in new:
+        new_by_case.setdefault(violation["case"], []).append(violation)
+    fixed_by_case: dict[str, list[dict[str, Any]]] = {}
+    for violation in fixed:
+        fixed_by_case.setdefault(violation["case"], []).append(violation)
     paired: dict[str, list[tuple[float, float]]] = {}
     rows = []
     for case in cases:
@@ -258,8 +264,7 @@ def compare_reports(
             name.startswith("ClaimR") and change["delta"] is not None and change["delta"] < 0
             for name, change in deltas.items()
         )
-        case_new = [v for v in new if v["case"] == case.id]
-        case_fixed = [v for v in fixed if v["case"] == case.id]
+        case_new, case_fixed = new_by_case.get(case.id, []), fixed_by_case.get(case.id, [])
         is_critical = not critical.isdisjoint(case.tags)
         new_hard = any(v["severity"] == "hard" for v in case_new)
         rows.append(
@@ -287,7 +292,8 @@ def compare_reports(
         for n in names
     ]
     # Holm over the gated metrics only: they decide the exit code; the others are reported with their raw p.
-    adjusted = dict(zip(gated, holm([p_values[names.index(n)] for n in gated])))
+    raw = dict(zip(names, p_values))
+    adjusted = dict(zip(gated, holm([raw[n] for n in gated])))
     tests = []
     for name, p in zip(names, p_values):
         pairs = paired[name]

@@ -16,6 +16,8 @@ from ..triage import plural
 
 __all__ = [
     "EXIT_MEANING",
+    "HEADLINE_MEASURES",
+    "STATUSES",
     "Cell",
     "DiffRow",
     "cell_label",
@@ -41,7 +43,8 @@ __all__ = [
     "worst_slices",
 ]
 
-_STATUSES = ("pass", "fail", "error", "not_applicable")
+# Result statuses in the order every table counts them.
+STATUSES = ("pass", "fail", "error", "not_applicable")
 
 # The report's exit code in words (2, a usage or input error, never produces a report).
 EXIT_MEANING: dict[int, str] = {int(code): code.meaning for code in ExitCode if code is not ExitCode.USAGE}
@@ -137,7 +140,7 @@ def cells(report: Mapping[str, Any]) -> dict[tuple[str, str, str], Cell]:
         grouped.setdefault((result["retriever"], result["strategy"], result["relation"]), []).append(result)
     table: dict[tuple[str, str, str], Cell] = {}
     for key, results in grouped.items():
-        counts = {status: sum(1 for r in results if r["status"] == status) for status in _STATUSES}
+        counts = {status: sum(1 for r in results if r["status"] == status) for status in STATUSES}
         rates = [r["rate"] for r in results if r.get("rate")]
         table[key] = Cell(
             counts=counts,
@@ -332,8 +335,9 @@ def replay_command(violation: Mapping[str, Any]) -> str | None:
     return f"ragmorph replay {quoted}"
 
 
-# Measures a slice row shows, at the largest k: evidence coverage first, then ranking quality and claims.
-_SLICE_MEASURES = ("GroupR", "R", "nDCG", "ClaimR(judge=tokens)")
+# The headline measures (slice tables, the comparison's delta plot): evidence coverage first, then ranking quality
+# and claims.
+HEADLINE_MEASURES = ("GroupR", "R", "nDCG", "ClaimR(judge=tokens)")
 
 
 def slice_metrics(report: Mapping[str, Any]) -> list[str]:
@@ -342,7 +346,7 @@ def slice_metrics(report: Mapping[str, Any]) -> list[str]:
     if not ks:
         return []
     present = {name for rows in (report.get("slices") or {}).values() for row in rows for name in row.get("metrics", {})}
-    return [name for name in (f"{measure}@{max(ks)}" for measure in _SLICE_MEASURES) if name in present]
+    return [name for name in (f"{measure}@{max(ks)}" for measure in HEADLINE_MEASURES) if name in present]
 
 
 def slice_label(row: Mapping[str, Any]) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..io import atomic_write_bytes, atomic_write_text
-from ._common import format_value, snippet
+from ._common import HEADLINE_MEASURES, format_value, snippet
 
 __all__ = ["comparison_html", "delta_chart", "headline_metric", "render_comparison", "write_comparison"]
 
@@ -36,7 +36,7 @@ def headline_metric(data: Mapping[str, Any]) -> str | None:
     ks = sorted(data.get("manifest", {}).get("ks") or [], reverse=True)
     tested = {t["metric"] for t in data.get("metrics", ())}
     candidates = [
-        f"{measure}@{k}" for measure in ("GroupR", "R", "nDCG", "ClaimR(judge=tokens)") for k in ks
+        f"{measure}@{k}" for measure in HEADLINE_MEASURES for k in ks
         if f"{measure}@{k}" in tested
     ]
     if not candidates:

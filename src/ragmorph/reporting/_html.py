@@ -13,6 +13,7 @@ from ..io import atomic_write_text
 from ..secrets import redact_data
 from ._common import (
     EXIT_MEANING,
+    STATUSES,
     Cell,
     Marks,
     cell_label,
@@ -218,7 +219,7 @@ def _slices(report: Mapping[str, Any]) -> str:
             title = f' title="{_e(", ".join(failing))}"' if failing else ""
             body.append(
                 f"<tr{css}><td>{_e(slice_label(row))}</td><td>{_e(row.get('cases', 0))}</td><td{title}>{len(failing)}</td>"
-                + "".join(f"<td>{_e(status.get(s, 0))}</td>" for s in ("pass", "fail", "error", "not_applicable"))
+                + "".join(f"<td>{_e(status.get(s, 0))}</td>" for s in STATUSES)
                 + f"<td>{_e(rate)}</td>{values}</tr>"
             )
         tables.append(
@@ -364,7 +365,7 @@ def _culprit_badge(marks: Marks, hit: Mapping[str, Any] | None) -> str:
     return ' <span class="breaks">breaks the relation</span>' if marks.breaks(hit) else ""
 
 
-def _group(number: int, group: Group, first: int) -> str:
+def _group(number: int, group: Group) -> str:
     """One violation group: headline, cases, the representative opened, the other cases listed."""
     others = [r for r in group.results if r is not group.representative]
     badge = "" if group.minimised else ' <span class="badge not-minimised">not minimised</span>'
@@ -382,7 +383,7 @@ def _group(number: int, group: Group, first: int) -> str:
         f'<h3>{number}. <span class="concern">{_e(group.concern.label)}</span> · <code>{_e(group.relation)}</code> · '
         f"retriever <code>{_e(group.retriever)}</code> · {_e(plural(len(group.cases), 'case'))}{badge}</h3>"
         f'<p class="muted">Smallest minimal case shown: <code>{_e(group.representative["case"])}</code>.</p>'
-        + _violation(first, group.retriever, group.representative["violation"], opened=number <= _OPEN_VIOLATIONS)
+        + _violation(number, group.retriever, group.representative["violation"], opened=number <= _OPEN_VIOLATIONS)
         + rest
         + "</section>"
     )
@@ -397,7 +398,7 @@ def _violations(report: Mapping[str, Any]) -> str:
         '<p class="muted">Grouped by retriever × relation, worst first: tenant leaks, then contract breaches, then '
         "other hard violations; groups whose corpus could not be minimised come last.</p>"
     )
-    items = "".join(_group(i, g, i) for i, g in enumerate(groups, start=1))
+    items = "".join(_group(i, g) for i, g in enumerate(groups, start=1))
     return (
         f'<section id="violations"><h2>Violations: {_e(plural(total, "violation"))} in {_e(plural(len(groups), "group"))}</h2>'
         f"{order}{items}</section>"

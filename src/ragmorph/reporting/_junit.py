@@ -13,6 +13,7 @@ from typing import Any
 from ..io import atomic_write_bytes
 from ..secrets import redact_data
 from ._common import (
+    STATUSES,
     cells,
     format_value,
     ordered_results,
@@ -123,7 +124,7 @@ def _slice_value(report: Mapping[str, Any], row: Mapping[str, Any]) -> str:
     """`cases=8 hard_failures=0 pass=54 fail=0 error=0 not_applicable=10 soft=36/36 GroupR@10=1.000(6) ...`."""
     status, soft = row.get("status", {}), row.get("soft", {})
     parts = [f"cases={row.get('cases', 0)}", f"cases_with_hard_failures={len(row.get('failing_cases') or ())}"]
-    parts += [f"{s}={status.get(s, 0)}" for s in ("pass", "fail", "error", "not_applicable")]
+    parts += [f"{s}={status.get(s, 0)}" for s in STATUSES]
     parts.append(f"soft={soft.get('held', 0)}/{soft.get('tested', 0)}")
     for name in slice_metrics(report):
         value = row.get("metrics", {}).get(name) or {}

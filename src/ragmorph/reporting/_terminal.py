@@ -10,6 +10,7 @@ from typing import Any, TextIO
 
 from ._common import (
     EXIT_MEANING,
+    STATUSES,
     Cell,
     cell_label,
     cells,
@@ -241,7 +242,7 @@ def render_slices(report: Mapping[str, Any], *, limit: int | None = _SLICES_SHOW
                     _clean(snippet(slice_label(row), 32)),
                     str(row.get("cases", 0)),
                     str(len(row.get("failing_cases") or ())),
-                    "/".join(str(status.get(s, 0)) for s in ("pass", "fail", "error", "not_applicable")),
+                    "/".join(str(status.get(s, 0)) for s in STATUSES),
                     "-" if soft.get("rate") is None else f"{soft['rate']:.0%} ({soft['held']}/{soft['tested']})",
                     *(f"{format_value(v.get('macro'))} ({v.get('queries', 0)})" for v in values),
                 ]

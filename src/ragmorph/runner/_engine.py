@@ -352,11 +352,14 @@ def _minimise(unit: Unit, cache: CallCache, resolved: Any, world: World, violati
     try:
         return _minimise_with(unit, cache, resolved, world, violation, executors)
     finally:
-        for made in executors:
-            try:
-                made.close()
-            except RagmorphError:
-                pass  # a candidate's index failing to close does not change what minimisation found
+        _close_all(executors)
+
+
+def _close_all(executors: Sequence[Executor]) -> None:
+    """Close the executors a shrink made; a candidate's index failing to close does not change what it found."""
+    for made in executors:
+        with contextlib.suppress(RagmorphError):
+            made.close()
 
 
 def _minimise_with(
@@ -472,9 +475,7 @@ def _bisect_growth(unit: Unit, cache: CallCache, resolved: Any, world: World, vi
     try:
         bisection = smallest_failing_size(len(world.corpus), perturbation.size, fails)
     finally:
-        for made in executors:
-            with contextlib.suppress(RagmorphError):
-                made.close()
+        _close_all(executors)
     smallest = perturbation.resized(bisection.fails)
     violation.perturbation = smallest
     held = f", held at {bisection.held:,}" if bisection.held is not None else ""

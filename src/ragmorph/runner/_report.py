@@ -141,13 +141,12 @@ class CheckReport:
         units: dict[tuple[str, str, str], int] = {}
         for row in self.results:
             units[(row.retriever, row.case, row.strategy)] = row.retriever_calls
-        spent: dict[str, list[int]] = {}
+        calls_of: dict[str, int] = {}
+        cases_of: dict[str, set[str]] = {}
         for (retriever, case, _), calls in units.items():
-            entry = spent.setdefault(retriever, [0, 0])
-            entry[0] += calls
-        for retriever, case in {(r, c) for r, c, _ in units}:
-            spent[retriever][1] += 1
-        total, pairs = sum(c for c, _ in spent.values()), sum(n for _, n in spent.values())
+            calls_of[retriever] = calls_of.get(retriever, 0) + calls
+            cases_of.setdefault(retriever, set()).add(case)
+        total, pairs = sum(calls_of.values()), sum(map(len, cases_of.values()))
         return {
             **counts,
             "hard_failures": hard,
@@ -156,8 +155,8 @@ class CheckReport:
             "retriever_calls": total,
             "calls_per_case": _per(total, pairs),
             "calls_by_retriever": {
-                name: {"retriever_calls": calls, "cases": cases, "calls_per_case": _per(calls, cases)}
-                for name, (calls, cases) in sorted(spent.items())
+                name: {"retriever_calls": calls, "cases": len(cases_of[name]), "calls_per_case": _per(calls, len(cases_of[name]))}
+                for name, calls in sorted(calls_of.items())
             },
         }
 
