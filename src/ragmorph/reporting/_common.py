@@ -6,6 +6,7 @@ Everything here reads the plain "ragmorph.report/1" dict, so reports render with
 from __future__ import annotations
 
 import re
+from html import escape
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -25,6 +26,7 @@ __all__ = [
     "cells",
     "describe_filters",
     "diff_rows",
+    "escape_html",
     "format_score",
     "format_value",
     "gone_ids",
@@ -37,6 +39,7 @@ __all__ = [
     "retriever_names",
     "snippet",
     "strategy_names",
+    "text_table",
     "violation_marks",
     "slice_label",
     "slice_metrics",
@@ -205,6 +208,21 @@ def format_score(value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return str(value)
     return f"{value:.4g}"
+
+
+def text_table(header: Sequence[str], rows: Sequence[Sequence[str]], indent: str = "") -> list[str]:
+    """Lines of a left-aligned text table: the header, then one line per row, columns as wide as their widest cell."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    return [indent + "  ".join(f"{c:<{w}}" for c, w in zip(line, widths)).rstrip() for line in (header, *rows)]
+
+
+_UNENCODABLE = re.compile("[\ud800-\udfff\x00]")
+
+
+def escape_html(value: Any) -> str:
+    """`value` as HTML text or attribute value ('' for None)."""
+    # Lone surrogates cannot be written as UTF-8 and NUL is not allowed in HTML text: both become U+FFFD.
+    return _UNENCODABLE.sub("\ufffd", escape("" if value is None else str(value), quote=True))
 
 
 _SPACE = re.compile(r"\s+")

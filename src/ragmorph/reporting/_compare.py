@@ -10,12 +10,12 @@ import json
 import os
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
-from html import escape
 from pathlib import Path
 from typing import Any
 
 from ..io import atomic_write_bytes, atomic_write_text
-from ._common import HEADLINE_MEASURES, format_value, snippet
+from ._common import HEADLINE_MEASURES, format_value, snippet, text_table
+from ._common import escape_html as _e
 
 __all__ = ["comparison_html", "delta_chart", "headline_metric", "render_comparison", "write_comparison"]
 
@@ -88,9 +88,7 @@ def render_comparison(data: Mapping[str, Any], *, max_queries: int | None = 10) 
     ]
     unchanged = len(data.get("metrics", ())) - len(rows)
     if rows:
-        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-        lines.append("  ".join(f"{h:<{w}}" for h, w in zip(header, widths)).rstrip())
-        lines += ["  ".join(f"{c:<{w}}" for c, w in zip(r, widths)).rstrip() for r in rows]
+        lines += text_table(header, rows)
     lines.append("* gated: decides the exit code (Holm-adjusted p); the other metrics are reported with their raw p")
     if unchanged:
         lines.append(f"({unchanged} more metrics unchanged on every query)")
@@ -139,8 +137,8 @@ def delta_chart(data: Mapping[str, Any], metric: str) -> str:
     title = f"{metric}: candidate - baseline per query ({len(values)} queries)"
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{_W}" height="{_H}" viewBox="0 0 {_W} {_H}" '
-        f'role="img" aria-label="{escape(title)}"><title>{escape(title)}</title>',
-        f'<text x="{_LEFT}" y="18" class="chart-title">{escape(title)}</text>',
+        f'role="img" aria-label="{_e(title)}"><title>{_e(title)}</title>',
+        f'<text x="{_LEFT}" y="18" class="chart-title">{_e(title)}</text>',
     ]
     for tick in (-span, -span / 2, 0.0, span / 2, span):
         y = zero - plot_h / 2 * tick / span
@@ -157,7 +155,7 @@ def delta_chart(data: Mapping[str, Any], metric: str) -> str:
         width = max(step * 0.8, 1.0)
         parts.append(
             f'<rect x="{_LEFT + i * step + step * 0.1:.1f}" y="{y:.1f}" width="{width:.1f}" height="{max(height, 0.5):.1f}" '
-            f'fill="{colour}"{outline}><title>{escape(case)}{" (critical)" if critical else ""}: {delta:+.3f}</title></rect>'
+            f'fill="{colour}"{outline}><title>{_e(case)}{" (critical)" if critical else ""}: {delta:+.3f}</title></rect>'
         )
     parts.append(
         f'<text x="{_LEFT + plot_w / 2:.1f}" y="{_H - 8}" text-anchor="middle" class="axis">queries, worst loss to best '
@@ -178,10 +176,6 @@ svg.chart { border: 1px solid #d0d7de; border-radius: 6px; } svg.chart .grid { s
 svg.chart .axis-line { stroke: #8c959f; } svg.chart .tick, svg.chart .axis { font-size: 11px; fill: #57606a; }
 svg.chart .chart-title { font-size: 13px; font-weight: 600; }
 """
-
-
-def _e(value: Any) -> str:
-    return escape(str(value), quote=True)
 
 
 def comparison_html(data: Mapping[str, Any]) -> str:

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping, Sequence
-from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +18,7 @@ from ._common import (
     cells,
     describe_filters,
     diff_rows,
+    escape_html as _e,
     format_score,
     format_value,
     gone_ids,
@@ -103,14 +102,6 @@ footer { margin-top: 40px; color: var(--muted); font-size: 12px; }
 """
 
 _EXIT_STYLE = {0: "pass", 1: "fail", 3: "error"}
-
-
-_UNENCODABLE = re.compile("[\ud800-\udfff\x00]")
-
-
-def _e(value: Any) -> str:
-    # Lone surrogates cannot be written as UTF-8 and NUL is not allowed in HTML text: both become U+FFFD.
-    return _UNENCODABLE.sub("\ufffd", escape("" if value is None else str(value), quote=True))
 
 
 def _cell_html(cell: Cell | None, group: Group | None = None) -> str:

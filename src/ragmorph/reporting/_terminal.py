@@ -26,6 +26,7 @@ from ._common import (
     slice_label,
     slice_metrics,
     snippet,
+    text_table,
     violation_marks,
     worst_slices,
 )
@@ -247,10 +248,8 @@ def render_slices(report: Mapping[str, Any], *, limit: int | None = _SLICES_SHOW
                     *(f"{format_value(v.get('macro'))} ({v.get('queries', 0)})" for v in values),
                 ]
             )
-        widths = [max(len(h), *(len(r[i]) for r in table)) for i, h in enumerate(header)]
         lines = [f"slices of {_clean(retriever)}, worst first (hard fails = cases with a hard failure):"]
-        lines.append("  " + "  ".join(f"{h:<{w}}" for h, w in zip(header, widths)).rstrip())
-        lines += ["  " + "  ".join(f"{c:<{w}}" for c, w in zip(r, widths)).rstrip() for r in table]
+        lines += text_table(header, table, indent="  ")
         if len(rows) > len(shown):
             lines.append(f"  ... and {len(rows) - len(shown)} more slices (all are in the JSON and HTML reports)")
         blocks.append("\n".join(lines))
