@@ -21,7 +21,7 @@ from ragmorph.adapters import (
     describe_capabilities,
 )
 from ragmorph.errors import UsageError
-from ragmorph.model import Chunk, Corpus, Filters, Params
+from ragmorph.model import Case, Chunk, Corpus, Filters, Params
 
 CORPUS = Corpus(
     [
@@ -195,6 +195,11 @@ def test_declarations_about_filtering_and_short_lists_hold_through_wrapping_stag
     wrapped = describe_capabilities(Reranker(TenantFilter(BM25Retriever(CORPUS)), score))
     assert wrapped.filtered_by == "ragmorph"
     assert describe_capabilities(Reranker(BM25Retriever(CORPUS), score)).filtered_by == "retriever"
+    # Declared as a list, before any build: the stages' declarations are the pipeline's.
+    declared = Pipeline([BM25Retriever, TenantFilter(), Reranker(score_fn=score)])
+    assert describe_capabilities(declared).filtered_by == "ragmorph"
+    assert describe_capabilities(declared, built=declared(CORPUS)).filtered_by == "ragmorph"
+    assert describe_capabilities(Pipeline([BM25Retriever, Dedup(by_text=False)])).filtered_by == "retriever"
     # A packer's budget can end a list before k, inside a Dedup or not, declared or built.
     packed = Pipeline([BM25Retriever, ContextPacker(token_budget=9), Dedup()])
     assert "token budget" in describe_capabilities(packed).cuts_short
@@ -209,3 +214,55 @@ def test_a_cuts_short_declaration_must_be_a_sentence() -> None:
 
     with pytest.raises(UsageError, match="ragmorph_cuts_short"):
         describe_capabilities(Odd(CORPUS))
+
+
+class _StaleLeakingBM25(BM25Retriever):
+    """A BM25 that ignores current_only: under it a stale chunk leaks, which only a FreshnessFilter would hide."""
+
+    def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> list:
+        plain = None if filters is None else Filters(tenant=filters.tenant, metadata=filters.metadata)
+        return super().retrieve(query, k=k, filters=plain)
+
+
+def test_a_freshness_filter_declares_that_ragmorph_filters_so_supersede_relations_do_not_judge_it() -> None:
+    from ragmorph.adapters import Pipeline
+    from ragmorph.runner import check
+    from ragmorph.strategies import CATALOG
+
+    assert describe_capabilities(FreshnessFilter(BM25Retriever(CORPUS))).filtered_by == "ragmorph"
+    assert describe_capabilities(Reranker(FreshnessFilter(BM25Retriever(CORPUS)), len)).filtered_by == "ragmorph"
+    judging = {r.name for r in CATALOG if r.judges_filtering}
+    assert "supersede.stale_zero" in judging
+    cases = [Case(id="c1", query="leave policy acme", tenant="acme", evidence=[["a2"]])]
+    report = check({"fresh": Pipeline([_StaleLeakingBM25, FreshnessFilter()])}, CORPUS, cases,
+                   strategies=["supersede"], max_examples=5)
+    rows = [r for r in report.results if r.relation in judging]
+    assert rows and {(r.status, r.reason) for r in rows} == {
+        ("not_applicable", "filtering is done by ragmorph, not by the retriever")
+    }
+
+
+def test_a_text_dedup_declares_that_ragmorph_filters_so_a_correct_pipeline_raises_no_false_alarm() -> None:
+    from ragmorph.adapters import Pipeline
+    from ragmorph.runner import check
+    from ragmorph.strategies import CATALOG
+
+    # acme's x1 and the shared s1 have one text: unfiltered, Dedup keeps x1 (ranked first); for globex, s1.
+    corpus = Corpus(
+        [
+            Chunk("x1", "leave policy text", tenant="acme"),
+            Chunk("s1", "leave policy text"),
+            Chunk("g1", "leave policy globex", tenant="globex"),
+            Chunk("o1", "other words"),
+        ]
+    )
+    assert describe_capabilities(Dedup(BM25Retriever(corpus))).filtered_by == "ragmorph"
+    assert describe_capabilities(Dedup(BM25Retriever(corpus), by_text=False)).filtered_by == "retriever"
+    cases = [Case(id="c1", query="leave policy text", tenant="globex", evidence=[["s1"]])]
+    report = check({"dedup": Pipeline([BM25Retriever, Dedup()])}, corpus, cases, strategies=["tenancy", "filters"],
+                   max_examples=20)
+    judging = {r.name for r in CATALOG if r.judges_filtering}
+    assert {"tenancy.filtered_equals_visible", "filters.filtered_equals_admitted"} <= judging
+    assert not [r for r in report.results if r.status == "fail"]
+    rows = [r for r in report.results if r.relation in judging]
+    assert rows and {r.status for r in rows} == {"not_applicable"}

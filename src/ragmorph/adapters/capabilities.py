@@ -83,11 +83,15 @@ def _accepts_filters(obj: object) -> bool:
     return any(p.name == "filters" or p.kind is p.VAR_KEYWORD for p in parameters)
 
 
+def _declared(name: str, product: object, factory: object) -> Any:
+    """The declaration `name` of the product, else of the factory; None when neither declares it."""
+    declared = getattr(product, name, None)
+    return getattr(factory, name, None) if declared is None else declared
+
+
 def _filtered_by(product: object, factory: object) -> FilteredBy:
     """The `ragmorph_filtered_by` declaration of the product (else the factory), `retriever` when undeclared."""
-    declared = getattr(product, "ragmorph_filtered_by", None)
-    if declared is None:
-        declared = getattr(factory, "ragmorph_filtered_by", None)
+    declared = _declared("ragmorph_filtered_by", product, factory)
     if declared is None:
         return "retriever"
     if declared not in FILTERED_BY:
@@ -100,9 +104,7 @@ def _filtered_by(product: object, factory: object) -> FilteredBy:
 
 def _cuts_short(product: object, factory: object) -> str | None:
     """The `ragmorph_cuts_short` reason of the product (else the factory), None when undeclared."""
-    declared = getattr(product, "ragmorph_cuts_short", None)
-    if declared is None:
-        declared = getattr(factory, "ragmorph_cuts_short", None)
+    declared = _declared("ragmorph_cuts_short", product, factory)
     if declared is None:
         return None
     if not isinstance(declared, str) or not declared.strip():

@@ -181,6 +181,10 @@ class TenantFilter(_Stage):
 class FreshnessFilter(_Stage):
     """Drops a chunk whose `superseded_by` successor is in the corpus (a stale chunk); over-fetches to keep k."""
 
+    # ragmorph's own drop of stale chunks stands between the inner retriever and what the relations judging
+    # filtering see (supersede.stale_zero would pass on this stage's code, not the retriever's): they do not apply.
+    ragmorph_filtered_by = "ragmorph"
+
     def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
         """Inner hits that are not stale, best first."""
         corpus = self._require_corpus()
@@ -228,6 +232,11 @@ class Dedup(_Stage):
     ) -> None:
         super().__init__(inner, corpus=corpus, overfetch=overfetch)
         self.by_text = by_text
+        if by_text:
+            # Which of two equal texts survives depends on which chunks the call's filters admit (a filtered call
+            # keeps the shared twin of an excluded chunk that an unfiltered call dropped), so relations comparing
+            # filtered with unfiltered lists would judge this stage: they do not apply, as for TenantFilter.
+            self.ragmorph_filtered_by = "ragmorph"
 
     def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
         """Inner hits with the first occurrence of each id (and text) kept."""
@@ -350,9 +359,12 @@ class Pipeline:
                     f"expected an unbound stage such as TenantFilter() at position {number}, got {describe(stage)}"
                 )
         self.stages: tuple[Any, ...] = (first, *rest)
-        cuts_short = [reason for stage in self.stages if (reason := getattr(stage, "ragmorph_cuts_short", None))]
-        if cuts_short:
-            self.ragmorph_cuts_short: str = cuts_short[0]
+        # What the built pipeline will declare through its stages (the outermost declaring stage wins, as when
+        # built), known before any build: who filters, why a list may end before k.
+        for name in _DECLARED_THROUGH:
+            declared = [value for stage in reversed(self.stages) if (value := getattr(stage, name, None)) is not None]
+            if declared:
+                setattr(self, name, declared[0])
 
     def __repr__(self) -> str:
         return f"Pipeline([{', '.join(self.names)}])"
