@@ -210,3 +210,24 @@ def test_every_format_renders_and_the_html_is_offline(world, tmp_path) -> None:
     failures = [f.get("type") for f in root.iter("failure")]
     assert "lost_critical" in failures
     assert int(root.get("tests")) == len(data["metrics"]) + 1
+
+
+def test_no_registered_secret_reaches_a_comparison_output(world, tmp_path) -> None:
+    from ragmorph.secrets import MASK, register_secret
+
+    secret = "cmp-s3cret-9f2a"
+    register_secret(secret)
+    buggy = _report({"old": IgnoresDeletes}, world.corpus, world.cases)
+    fixed = _report({"new": ReferenceBM25}, world.corpus, world.cases)
+    data = compare_reports(fixed, buggy, world.cases)
+    assert data["violations"]["new"]
+    data["violations"]["new"][0]["reason"] = f"denied: token {secret}"  # as a retriever error would echo it
+    for row in data["queries"]:
+        for violation in row["new_violations"]:
+            violation["reason"] = f"denied: token {secret}"
+    write_comparison(data, json_path=tmp_path / "c.json", html=tmp_path / "c.html", junit=tmp_path / "c.xml")
+    outputs = {name: (tmp_path / name).read_text(encoding="utf-8") for name in ("c.json", "c.html", "c.xml")}
+    outputs["terminal"] = render_comparison(data)
+    for name, text in outputs.items():
+        assert secret not in text, f"the secret leaked into {name}"
+    assert MASK in outputs["c.json"] and MASK in outputs["terminal"]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..io import atomic_write_bytes, atomic_write_text
+from ..secrets import redact_data
 from ._common import HEADLINE_MEASURES, format_value, snippet, text_table
 from ._common import escape_html as _e
 from ._common import xml_text as _xml
@@ -67,6 +68,7 @@ def _lost_lines(row: Mapping[str, Any]) -> list[str]:
 def render_comparison(data: Mapping[str, Any], *, max_queries: int | None = 10) -> str:
     """Terminal text: the verdict, one row per metric (means, delta, p, verdict), then lost critical cases and the
     queries that lost evidence (critical first), then new and fixed violations."""
+    data = redact_data(data)  # violation reasons quote retriever errors: mask every registered secret
     manifest, summary = data.get("manifest", {}), data.get("summary", {})
     base, cand = manifest.get("baseline", {}), manifest.get("candidate", {})
     test = manifest.get("test", {})
@@ -271,6 +273,7 @@ def write_comparison(
 ) -> list[Path]:
     """Write the comparison as JSON, HTML and/or JUnit XML (one testcase per metric, one per critical case;
     a significant regression or a lost critical case is a <failure>); the written paths."""
+    data = redact_data(data)  # as the run report writers do: no registered secret reaches a file
     written = []
     for path, render in (
         (json_path, lambda: json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n"),
