@@ -555,7 +555,6 @@ class Executor:
         """
         built: GuardedRetriever | None = None
         try:
-            self.cache.note_build()
             built = self._build(job.corpus if job.corpus is not None else self.corpus, job.factory)
             try:
                 return built.retrieve(job.query, job.params, corpus=job.known), built.calls
@@ -571,6 +570,9 @@ class Executor:
         assert key is not None
 
         def call() -> Ranking:
+            # Counted where the plan reaches the call, as a serial run builds it: a call started ahead and dropped
+            # is not, so whether a base instance is handed on is the same in every mode.
+            self.cache.note_build()
             future = self.cache.claim(key)
             if future is not None:
                 found, calls = future.result()
