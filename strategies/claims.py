@@ -6,7 +6,6 @@ texts, so the family needs no gold ids: it runs wherever a case states claims th
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -17,7 +16,7 @@ from ragmorph.model import Corpus, World
 from ragmorph.relations import Direction, Observation, Relation, Severity, Verdict
 from ragmorph.support import DEFAULT_SUPPORT
 
-from ._core import Family, PerturbationBase, chunk_of, corpus_diff, ks_strategy
+from ._core import CorpusMemo, Family, PerturbationBase, chunk_of, corpus_diff, ks_strategy
 
 __all__ = ["FAMILY", "MAX_SUPPORTERS", "RELATIONS", "RemoveClaimSupport", "claim_removals", "supporters"]
 
@@ -27,10 +26,8 @@ MAX_SUPPORTERS = 3
 
 
 # Every relation of every probe asks for the supporters of the base corpus's claims, and each scan reads every
-# chunk: remember the last few answers; each entry holds its corpus, so its id cannot be reused meanwhile.
-_SUPPORTERS: dict[tuple[int, str], tuple[Corpus, tuple[str, ...]]] = {}
-_SUPPORTER_SLOTS = 64
-_SUPPORTERS_LOCK = threading.Lock()
+# chunk: remember the last answers per corpus and claim.
+_SUPPORTERS = CorpusMemo(64)
 
 
 def supporters(corpus: Corpus, claim: str) -> tuple[str, ...]:
@@ -41,23 +38,13 @@ def supporters(corpus: Corpus, claim: str) -> tuple[str, ...]:
 def _supporters_of(corpus: Corpus, claims: Sequence[str]) -> dict[str, tuple[str, ...]]:
     """`supporters` of each of `claims`, the ones not remembered found in one pass over the corpus (the judge's
     `supporting`, which reads most chunks with a few substring tests)."""
-    found: dict[str, tuple[str, ...]] = {}
-    with _SUPPORTERS_LOCK:
-        for claim in claims:
-            known = _SUPPORTERS.get((id(corpus), claim))
-            if known is not None and known[0] is corpus:
-                found[claim] = known[1]
-    wanted = [claim for claim in dict.fromkeys(claims) if claim not in found]
-    if not wanted:
-        return found
-    chunks = corpus.chunks
-    positions = DEFAULT_SUPPORT.supporting(wanted, (chunk.text for chunk in chunks))
-    with _SUPPORTERS_LOCK:
+    found = {claim: _SUPPORTERS.lookup((corpus,), claim) for claim in dict.fromkeys(claims)}
+    wanted = [claim for claim, known in found.items() if known is CorpusMemo.ABSENT]
+    if wanted:
+        chunks = corpus.chunks
+        positions = DEFAULT_SUPPORT.supporting(wanted, (chunk.text for chunk in chunks))
         for claim in wanted:
-            if len(_SUPPORTERS) >= _SUPPORTER_SLOTS:
-                _SUPPORTERS.pop(next(iter(_SUPPORTERS)))
-            found[claim] = tuple(chunks[position].id for position in positions[claim])
-            _SUPPORTERS[(id(corpus), claim)] = (corpus, found[claim])
+            found[claim] = _SUPPORTERS.store((corpus,), claim, tuple(chunks[position].id for position in positions[claim]))
     return found
 
 
