@@ -6,22 +6,26 @@ every chunk (and PostgreSQL does not even use the index below a few thousand row
 `GrowCorpus` adds generated chunks to the case's corpus until it holds `size` chunks: most belong to other
 tenants and are nearer the query than anything the asking tenant owns (all the query's words and a filler word),
 and `share` of them belong to the asking tenant (one query word among filler words), so the tenant's filter
-admits a few percent of the corpus and every candidate near the query is another tenant's.
+admits a few percent of the corpus and every candidate near the query is another tenant's. The same growth is
+drawn with a selective *metadata* filter (`by="metadata"`): the generated chunks are shared (no tenant) and carry
+`grown_group`, "asked" on the few far ones and another group on the near ones, and the call asks
+`grown_group="asked"` (with the case's tenant, as the application asks), so category, language or access-level
+filters are judged the way tenant filters are, on cases without a tenant too.
 
 The growth is deterministic (a seeded generator over the query's words and the shared filler vocabulary) and
 nested: the world grown to n chunks is a prefix of the world grown to any larger size, so a violation is shrunk
 by bisection over the grown size (the runner's `bisect_growth`), not by minimising thousands of chunks, and a
 report names the composition (size, tenant share, k) and the smallest size found instead of listing the ids.
 
-`scale.full_k` (hard) is `filtering.full_k`: the tenant-filtered call at k returns at least min(k, visible
-matching chunks), the visible ones being the chunks the filter admits in the retriever's own unfiltered ranking
-of the whole grown corpus. Opt-in: the family is not in the default suite; `--profile scale` runs it.
+`scale.full_k` (hard) is `filtering.full_k`: the filtered call at k returns at least min(k, visible matching
+chunks), the visible ones being the chunks the filter admits in the retriever's own unfiltered ranking of the
+whole grown corpus. Opt-in: the family is not in the default suite; `--profile scale` runs it.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 import attrs
@@ -29,12 +33,12 @@ import numpy as np
 from hypothesis import strategies as st
 
 from ragmorph.model import Chunk, Corpus, Filters, World
-from ragmorph.relations import Call, Instance, Plan, Role
+from ragmorph.relations import Call, Instance, Observation, Plan, Role, Verdict
 
 from ._core import Family, PerturbationBase, ks_strategy, query_tokens, vocabulary
 from .filtering import full_k_relation
 
-__all__ = ["FAMILY", "GROWN_SIZE", "RELATIONS", "TENANT_SHARE", "GrowCorpus", "grown_chunks", "growths"]
+__all__ = ["FAMILY", "GROUP_KEY", "GROWN_SIZE", "RELATIONS", "SELECTORS", "TENANT_SHARE", "GrowCorpus", "grown_chunks", "growths"]
 
 # The grown world: thousands of chunks, past the row count from which PostgreSQL's planner uses an HNSW index
 # (measured: a sequential scan at 2,000 rows, the index at 5,000), with the asking tenant owning 2% of them.
@@ -46,20 +50,26 @@ _OTHER_TENANTS = 3
 _NEAR_FILLER, _FAR_FILLER = 2, 6
 # Filler words drawn from (the shortest of the shared vocabulary that share no word with the query).
 _FILLER_POOL = 300
+# What makes the filter selective: the asking tenant, or a metadata value (the generated chunks then are shared).
+SELECTORS = ("tenant", "metadata")
+GROUP_KEY, ASKED_GROUP = "grown_group", "asked"
 
 
 @attrs.frozen
 class GrowCorpus(PerturbationBase):
-    """Grow the world to `size` chunks (`share` of the generated ones the case's tenant's), ask under its filter."""
+    """Grow the world to `size` chunks (`share` of the generated ones admitted by the filter `by` selects), ask
+    under that filter."""
 
     family: ClassVar[str] = "scale"
     k: int
     size: int
     share: float = TENANT_SHARE
+    by: str = attrs.field(default="tenant", validator=attrs.validators.in_(SELECTORS))
 
     def grown(self, world: World) -> World:
         """The world whose corpus holds the case's chunks, then generated ones up to `size` chunks."""
-        added = grown_chunks(world.corpus, world.case.query, world.case.tenant, max(0, self.size - len(world.corpus)), self.share)
+        count = max(0, self.size - len(world.corpus))
+        added = grown_chunks(world.corpus, world.case.query, world.case.tenant, count, self.share, by=self.by)
         return attrs.evolve(world, corpus=world.corpus.with_chunks(added) if added else world.corpus)
 
     def base(self, world: World) -> World:
@@ -82,7 +92,9 @@ class GrowCorpus(PerturbationBase):
 
     def _filtered(self, grown: World) -> World:
         # Growing changes only the corpus, so the grown world's case is the asked one.
-        return attrs.evolve(grown, params=attrs.evolve(grown.params, k=self.k, filters=Filters(tenant=grown.case.tenant)))
+        metadata = {GROUP_KEY: ASKED_GROUP} if self.by == "metadata" else {}
+        filters = Filters(tenant=grown.case.tenant, metadata=metadata)
+        return attrs.evolve(grown, params=attrs.evolve(grown.params, k=self.k, filters=filters))
 
     def resized(self, size: int) -> GrowCorpus:
         """The same growth to `size` chunks (a prefix of this one's generated chunks)."""
@@ -98,7 +110,7 @@ def _stem(corpus: Corpus) -> str:
 
 
 @functools.lru_cache(maxsize=8)
-def _generated(query: str, tenant: str, count: int, share: float, stem: str) -> tuple[Chunk, ...]:
+def _generated(query: str, tenant: str | None, count: int, share: float, stem: str, by: str) -> tuple[Chunk, ...]:
     words = list(dict.fromkeys(query_tokens(query)))
     filler = vocabulary().filler_for(query)[:_FILLER_POOL]
     # One seeded stream, drawn chunk by chunk in fixed amounts: the first n chunks never depend on `count`.
@@ -114,49 +126,87 @@ def _generated(query: str, tenant: str, count: int, share: float, stem: str) -> 
             text, owner = " ".join([words[position % len(words)], *pick]), tenant
         else:
             text, owner = " ".join([*words, *pick[:_NEAR_FILLER]]), others[position % _OTHER_TENANTS]
-        chunks.append(Chunk(f"{stem}-{position}", text, source=stem, tenant=owner))
+        if by == "metadata":
+            # Shared chunks: only the metadata value tells the admitted ones apart.
+            group = ASKED_GROUP if owners[position] else owner
+            chunks.append(Chunk(f"{stem}-{position}", text, source=stem, metadata={GROUP_KEY: group}))
+        else:
+            chunks.append(Chunk(f"{stem}-{position}", text, source=stem, tenant=owner))
     return tuple(chunks)
 
 
-def grown_chunks(corpus: Corpus, query: str, tenant: str | None, count: int, share: float) -> tuple[Chunk, ...]:
-    """`count` generated chunks for growing `corpus` around `query` (`share` of them `tenant`'s); deterministic, and
-    a prefix of the chunks generated for any larger count."""
-    if count <= 0 or tenant is None or not query_tokens(query):
+def grown_chunks(
+    corpus: Corpus, query: str, tenant: str | None, count: int, share: float, *, by: str = "tenant"
+) -> tuple[Chunk, ...]:
+    """`count` generated chunks for growing `corpus` around `query` (`share` of them admitted: `tenant`'s, or of
+    the asked `grown_group` when `by="metadata"`); deterministic, and a prefix of those for any larger count."""
+    if count <= 0 or (by == "tenant" and tenant is None) or not query_tokens(query):
         return ()
-    return _generated(query, tenant, count, share, _stem(corpus))
+    return _generated(query, tenant, count, share, _stem(corpus), by)
 
 
-def growths(world: World, *, ks: Sequence[int], **_: object) -> st.SearchStrategy[GrowCorpus]:
-    """Draw a cutoff for the world grown to `GROWN_SIZE` chunks; shrinks toward the smallest k."""
-    return st.builds(lambda k: GrowCorpus(k=k, size=max(GROWN_SIZE, len(world.corpus))), ks_strategy(ks))
+def selectors_for(world: World, *, filters: bool = True) -> tuple[str, ...]:
+    """The selective filters the scale family can ask `world`'s case with: the tenant's (a case with a tenant)
+    and a metadata value (a retriever taking filters)."""
+    return tuple(
+        by for by in SELECTORS if (by == "tenant" and world.case.tenant is not None) or (by == "metadata" and filters)
+    )
+
+
+def growths(world: World, *, ks: Sequence[int], filters: bool = True, **_: object) -> st.SearchStrategy[GrowCorpus]:
+    """Draw a cutoff and a selective filter for the world grown to `GROWN_SIZE` chunks; shrinks toward the
+    smallest k and the tenant filter."""
+    size = max(GROWN_SIZE, len(world.corpus))
+    by = st.sampled_from(selectors_for(world, filters=filters) or ("tenant",))
+    return st.builds(lambda k, selector: GrowCorpus(k=k, size=size, by=selector), ks_strategy(ks), by)
+
+
+def _explicit(world: World, *, ks: Sequence[int], filters: bool = True, **_: object) -> tuple[GrowCorpus, ...]:
+    # Each selective filter once at the smallest cutoff: a pool that runs dry does so at every k.
+    size = max(GROWN_SIZE, len(world.corpus))
+    return tuple(GrowCorpus(k=min(ks), size=size, by=by) for by in selectors_for(world, filters=filters))
 
 
 def _applicable(world: World) -> str | None:
-    if world.case.tenant is None:
-        return "the case has no tenant context (tenant is null), so no tenant filter can be selective"
     if not query_tokens(world.case.query):
         return "the query has no word tokens to grow chunks near it"
     return None
 
 
-RELATIONS = (
-    full_k_relation(
-        "scale",
-        source="the retriever's own unfiltered ranking of the whole grown corpus",
-        applies_to=("GrowCorpus",),
-        assumptions=(
-            "the tenant filter does not change whether a visible chunk matches the query (one scored list)",
-            "opt-in (`--profile scale`): builds two indexes of thousands of chunks per example",
-        ),
+def _under_a_selective_filter(check: Callable[[Observation, Observation], Verdict]) -> Callable[[Observation, Observation], Verdict]:
+    """`check`, not applicable when nothing was grown (a case without a tenant, a retriever taking no filters)."""
+
+    def judged(base: Observation, follow: Observation) -> Verdict:
+        if follow.world.params.filters.is_empty:
+            return Verdict.not_applicable(
+                "no selective filter to grow the world under: the case has no tenant and the retriever takes no filters"
+            )
+        return check(base, follow)
+
+    return judged
+
+
+_FULL_K = full_k_relation(
+    "scale",
+    source="the retriever's own unfiltered ranking of the whole grown corpus",
+    applies_to=("GrowCorpus",),
+    assumptions=(
+        "the filter does not change whether an admitted chunk matches the query (one scored list)",
+        "opt-in (`--profile scale`): builds two indexes of thousands of chunks per example",
     ),
 )
+RELATIONS = (attrs.evolve(_FULL_K, check=_under_a_selective_filter(_FULL_K.check)),)
 
 
 FAMILY = Family(
     name="scale",
-    summary=f"grow the world to {GROWN_SIZE:,} chunks, {TENANT_SHARE:.0%} the asking tenant's; under-return under its filter",
+    summary=(
+        f"grow the world to {GROWN_SIZE:,} chunks, {TENANT_SHARE:.0%} admitted by the asking tenant's or a metadata "
+        "filter; under-return under that filter"
+    ),
     relations=RELATIONS,
     draw=growths,
+    explicit=_explicit,
     perturbation_types=(GrowCorpus,),
     applicable=_applicable,
     edits_corpus=True,

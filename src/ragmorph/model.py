@@ -305,6 +305,20 @@ class Corpus:
             )
         return self.chunks[position]
 
+    def missing(self, ids: Iterable[str]) -> set[str]:
+        """The ids among `ids` that this corpus does not hold, by set algebra: O(len(ids)), through the delta
+        bookkeeping of a derived corpus (no index of every id is built for it), for checking whole responses."""
+        wanted = set(ids)
+        corpus = self
+        absent: set[str] = set()
+        while not corpus._index and corpus._overlay is not None and wanted:
+            parent, added, removed, _ = corpus._overlay
+            wanted.difference_update(added)
+            absent |= wanted & removed
+            wanted -= removed
+            corpus = parent
+        return absent | wanted.difference(corpus._positions())
+
     def __len__(self) -> int:
         return len(self.chunks)
 
@@ -671,18 +685,26 @@ def validate_cases(corpus: Corpus, cases: Iterable[Case], *, file: str | None = 
         check_evidence(case, corpus, file=file, line=line)
 
 
-def check_evidence(case: Case, corpus: Corpus, *, file: str | None = None, line: int | None = None) -> None:
-    """Raise InputError (file, line, field) when `case` cites a chunk `corpus` lacks, or a span past its text."""
+def check_evidence(
+    case: Case, corpus: Corpus, *, file: str | None = None, line: int | None = None, field: str = "", all_cited: bool = True
+) -> None:
+    """Raise InputError (file, line, field) when `case` cites a chunk `corpus` lacks, or a span past its text.
+
+    `all_cited=False` checks only the spans of cited chunks `corpus` holds (a replay's minimal corpus keeps only
+    what its violation needs); `field` prefixes the reported field.
+    """
     for number, group in enumerate(case.evidence):
         for position, member in enumerate(group):
             chunk = corpus.get(member)
+            if chunk is None and not all_cited:
+                continue
             if chunk is None:
                 raise InputError(
                     f"case {case.id!r} cites chunk id {member!r}, which is not in the corpus"
                     " (check the id's spelling or add the chunk to corpus.jsonl)",
                     file=file,
                     line=line,
-                    field=f"evidence[{number}]",
+                    field=f"{field}evidence[{number}]",
                     value=member,
                 )
             span = case.spans.get(member)
@@ -692,7 +714,7 @@ def check_evidence(case: Case, corpus: Corpus, *, file: str | None = None, line:
                     f"span=[{span[0]}, {span[1]}] in case {case.id!r}",
                     file=file,
                     line=line,
-                    field=f"evidence[{number}][{position}].span",
+                    field=f"{field}evidence[{number}][{position}].span",
                     value=list(span),
                 )
 

@@ -159,6 +159,23 @@ def test_a_significant_regression_of_a_gated_metric_fails(world) -> None:
     assert all(t["p_value"] == 1.0 for t in same["metrics"])
 
 
+def test_the_junit_fails_exactly_the_metrics_that_decide_the_exit_code(tmp_path) -> None:
+    big = generate(6, chunks=60, cases=20)
+    baseline = _report({"bm25": BM25Retriever}, big.corpus, big.cases)
+    candidate = _report({"hollow": Hollow}, big.corpus, big.cases)
+    # Gate one metric only: the other regressions are significant on their raw p but decide nothing.
+    data = compare_reports(baseline, candidate, big.cases, gate=["GroupR@5"])
+    ungated = [t["metric"] for t in data["metrics"] if t["verdict"] == "regression" and not t["gate"]]
+    assert ungated, "the fixture must have an ungated significant regression"
+    write_comparison(data, junit=tmp_path / "c.xml")
+    root = ET.parse(tmp_path / "c.xml").getroot()
+    failed = [case.get("name") for case in root.iter("testcase") if case.find("failure") is not None]
+    assert failed == data["summary"]["regressed_metrics"] == ["GroupR@5"]
+    assert int(root.get("failures")) == 1 and data["summary"]["exit_code"] == 1
+    note = next(c for c in root.iter("testcase") if c.get("name") == ungated[0]).find("system-out").text
+    assert "not gated" in note
+
+
 def test_new_and_fixed_violations_are_paired_by_case_and_relation(world) -> None:
     buggy = _report({"old": IgnoresDeletes}, world.corpus, world.cases)
     fixed = _report({"new": ReferenceBM25}, world.corpus, world.cases)

@@ -70,6 +70,11 @@ def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
     return edit
 
 
+def _span_past_text(data: dict[str, Any]) -> None:
+    chunk = data["world"]["corpus"][0]
+    data["world"]["case"]["evidence"] = [[{"chunk": chunk["id"], "span": [0, len(chunk["text"]) + 1]}]]
+
+
 @pytest.mark.parametrize(
     ("edit", "field"),
     [
@@ -86,6 +91,7 @@ def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
         (_set("world.corpus.0.text", 5), "world.corpus[0].text"),
         (_set("world.case", None), "world.case"),
         (_set("world.case.evidence", ["a", "b"]), "world.case.evidence"),
+        (_span_past_text, "world.case.evidence[0][0].span"),
         (_set("world.params", {"k": 3}), "world.params"),
         (_set("world.params.k", "three"), "world.params.k"),
         (_set("settings", []), "settings"),

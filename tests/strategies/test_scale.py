@@ -10,7 +10,7 @@ from ragmorph.adapters import BM25Retriever, DenseRetriever
 from ragmorph.model import Case, Corpus, Filters, Hit, World, Params
 from ragmorph.relations import Instance
 from ragmorph.runner import check, replay
-from ragmorph.strategies.scale import GROWN_SIZE, GrowCorpus, grown_chunks
+from ragmorph.strategies.scale import FAMILY, GROUP_KEY, GROWN_SIZE, GrowCorpus, grown_chunks
 from support.integration_checks import tenant_corpus
 
 CASE = Case("q", "parental leave policy", tenant="acme")
@@ -83,9 +83,51 @@ def test_correct_retrievers_return_full_pages_in_the_grown_world(retriever: type
     assert {r.relation: r.status for r in report.results}["scale.full_k"] == "pass"
 
 
-def test_a_case_without_a_tenant_is_not_applicable() -> None:
-    report = check(DenseRetriever, tenant_corpus(), [Case("q", "parental leave")], strategies=["scale"], max_examples=2)
-    assert {r.status for r in report.results} == {"not_applicable"}
+def test_growth_by_metadata_shares_every_chunk_and_selects_by_a_value() -> None:
+    corpus = tenant_corpus()
+    grown = grown_chunks(corpus, CASE.query, None, 2000, 0.02, by="metadata")
+    assert grown[:700] == grown_chunks(corpus, CASE.query, None, 700, 0.02, by="metadata")
+    assert all(c.tenant is None for c in grown)
+    asked = [c for c in grown if c.metadata[GROUP_KEY] == "asked"]
+    assert len(asked) == 40 and all(len(set(CASE.query.split()) & set(c.text.split())) == 1 for c in asked)
+    world = World(corpus, CASE, Params(10))
+    follow = GrowCorpus(k=10, size=300, by="metadata").plan(world).calls[1]
+    # As the application asks: the case's tenant and the selective value.
+    assert follow.world.params.filters == Filters(tenant="acme", metadata={GROUP_KEY: "asked"})
+
+
+def test_a_case_without_a_tenant_is_judged_under_a_selective_metadata_filter() -> None:
+    case = Case("q", "parental leave")
+    failed = check({"pool": PoolThenFilter}, tenant_corpus(), [case], strategies=["scale"], ks=(10,), max_examples=2)
+    (row,) = [r for r in failed.results if r.relation == "scale.full_k"]
+    assert row.status == "fail" and f"{GROUP_KEY}='asked'" in row.reason, row.reason
+    assert row.violation.to_dict()["perturbation"]["fields"]["by"] == "metadata"
+    held = check(DenseRetriever, tenant_corpus(), [case], strategies=["scale"], ks=(10,), max_examples=2)
+    assert {r.relation: r.status for r in held.results}["scale.full_k"] == "pass"
+
+
+class TakesNoFilters:
+    """A retriever whose `retrieve` has no `filters` parameter."""
+
+    def __init__(self, corpus: Corpus) -> None:
+        self.dense = DenseRetriever(corpus)
+
+    def retrieve(self, query: str, *, k: int) -> list[Hit]:
+        """The dense ranking."""
+        return self.dense.retrieve(query, k=k)
+
+
+def test_without_a_tenant_or_filters_nothing_is_grown_and_nothing_judged() -> None:
+    report = check({"plain": TakesNoFilters}, tenant_corpus(), [Case("q", "parental leave")], strategies=["scale"], max_examples=2)
+    (row,) = report.results
+    assert row.status == "not_applicable" and "no selective filter" in row.reason
+
+
+def test_both_selective_filters_are_tried_before_any_draw() -> None:
+    world = World(tenant_corpus(), CASE, Params(10))
+    tried = FAMILY.explicit(world, ks=(3, 10), delta=True, filters=True)
+    assert [(p.by, p.k) for p in tried] == [("tenant", 3), ("metadata", 3)]
+    assert [p.by for p in FAMILY.explicit(world, ks=(10,), delta=True, filters=False)] == ["tenant"]
 
 
 def test_under_return_is_hard_in_the_default_families_for_every_retriever() -> None:

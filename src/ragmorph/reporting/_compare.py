@@ -242,7 +242,10 @@ def _junit(data: Mapping[str, Any]) -> ET.ElementTree:
             f"baseline {format_value(test['baseline'])} -> candidate {format_value(test['candidate'])} "
             f"(delta {_delta(test['delta'])}, p {_p(test['p_value'])}, Holm {_p(test['p_adjusted'])}, {test['queries']} queries)"
         )
-        if test["verdict"] == "regression":
+        if test["verdict"] == "regression" and not test["gate"]:
+            # As the exit code: only a gated metric fails the comparison; an ungated one is reported on its raw p.
+            text += "; a regression on its raw p, not gated, so it does not fail the comparison"
+        if test["verdict"] == "regression" and test["gate"]:
             counts["failures"] += 1
             ET.SubElement(case, "failure", message=_xml(f"significant regression of {test['metric']}"), type="regression").text = text
         ET.SubElement(case, "system-out").text = text
@@ -272,7 +275,8 @@ def write_comparison(
     junit: str | os.PathLike[str] | None = None,
 ) -> list[Path]:
     """Write the comparison as JSON, HTML and/or JUnit XML (one testcase per metric, one per critical case;
-    a significant regression or a lost critical case is a <failure>); the written paths."""
+    a significant regression of a gated metric or a lost critical case is a <failure>, as in the exit code); the
+    written paths."""
     data = redact_data(data)  # as the run report writers do: no registered secret reaches a file
     written = []
     for path, render in (

@@ -15,7 +15,7 @@ import attrs
 from ..adapters import Configured, load_retriever, locate_retriever
 from ..errors import ExitCode, InputError, RagmorphError, UsageError, describe
 from ..io import atomic_write_text, loads_strict
-from ..model import Case, Chunk, Corpus, Filters, Params, World
+from ..model import Case, Chunk, Corpus, Filters, Params, World, check_evidence
 from ..relations import Relation
 from ..secrets import redact_data
 from ..strategies import perturbation_from_dict, relation
@@ -57,6 +57,8 @@ def _world_from(data: dict[str, Any], path: Path) -> World:
     if not isinstance(params, dict) or not isinstance(params.get("filters"), dict):
         raise fail("world.params", f"expected {{\"k\": int, \"filters\": {{...}}}}, got {describe(params)}")
     built_params = _built(lambda: Params(params.get("k"), Filters(**params["filters"])), "world.params", path)
+    # A span edited past its chunk's text would be judged on a clipped span: refuse it as the case reader does.
+    check_evidence(built_case, corpus, file=str(path), field="world.case.", all_cited=False)
     return World(corpus, built_case, built_params)
 
 
