@@ -272,16 +272,21 @@ def test_a_perturbation_no_relation_can_judge_costs_no_call(monkeypatch: pytest.
     def above_20(base, follow):  # noqa: ANN001, ANN202
         return None if follow.params.k > 20 else "only judged above k 20"
 
+    judged_at: list[int] = []
+
     def judged(base, follow):  # noqa: ANN001, ANN202
+        judged_at.append(follow.world.params.k)
         return ruled_out(above_20, base, follow) or Verdict.ok("judged")
 
     monkeypatch.setitem(FAMILIES, "probe", _judging_family(judged, above_20))
-    er.CALL_LOG.clear()
-    adaptive = check({"bm25": er.CountingBM25}, CORPUS, CASES[:1], strategies=["probe"], ks=(3,))
-    asked = {call[2] for call in er.CALL_LOG}
-    assert asked and all(k == 3 or k > 20 for k in asked), "a call was made for a pair no relation judges"
+    # With a contract unit in the run, the contract relation does not keep a perturbation worth its calls alone.
+    families = ["probe", "contract"]
+    adaptive = check({"bm25": BM25Retriever}, CORPUS, CASES[:1], strategies=families, ks=(3,))
+    assert judged_at and all(k > 20 for k in judged_at), "calls were made for a pair no relation judges"
     (row,) = [r for r in adaptive.results if r.relation == "probe.judged"]
     assert row.status == "pass" and row.rate is not None and row.rate[1] >= 1
-    full = check({"bm25": er.CountingBM25}, CORPUS, CASES[:1], strategies=["probe"], ks=(3,), budget="full")
+    judged_at.clear()
+    full = check({"bm25": BM25Retriever}, CORPUS, CASES[:1], strategies=families, ks=(3,), budget="full")
     (every,) = [r for r in full.results if r.relation == "probe.judged"]
-    assert every.retriever_calls > row.retriever_calls, "the full budget makes every drawn call (the reference)"
+    assert any(k <= 20 for k in judged_at), "the full budget makes every drawn call (the reference)"
+    assert every.retriever_calls > row.retriever_calls

@@ -207,17 +207,20 @@ def _search(
         def delegate(asked: World) -> bool:
             return covers(world, asked, ks=unit.settings.ks, filters=supports_filters)
 
-    # The family's relations this unit can still learn something about: not yet failed (a failed one's
-    # violation is recorded and shrunk) and judged at all (traits declared, not excused).
-    family_relations = FAMILIES[unit.strategy].relations
-    open_relations = [r for r in relations if r in family_relations and tallies[r.name].first_failure is None]
+    # The relations this unit can still learn something about: not yet failed (a failed one's violation is
+    # recorded and shrunk) and judged at all (traits declared, not excused). The family's own, and the contract
+    # relation when no contract unit checks this case's responses (then only this family's calls do).
+    owned = FAMILIES[unit.strategy].relations
+    if not unit.settings.contract_unit:
+        owned = (*owned, VALID_RESPONSE)
+    open_relations = [r for r in relations if r in owned and tallies[r.name].first_failure is None]
 
     def unjudged(perturbation: Any, plan: Plan) -> dict[str, str] | None:
         """Why no open relation can judge `plan`, by relation, before any call is made; None when one can.
 
-        An empty mapping: every relation of the family that judges this kind of perturbation has failed already
-        (or cannot be judged on this retriever), so its calls could only repeat a verdict. The contract relation
-        rides along on calls made for the family's own relations; searching for breaches is the contract family's.
+        An empty mapping: every open relation that judges this kind of perturbation has failed already (or cannot
+        be judged on this retriever), so its calls could only repeat a verdict. With a contract unit in the run,
+        the contract relation rides along on calls made for the family's own relations.
         """
         reasons = {}
         for relation in open_relations:
