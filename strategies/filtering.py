@@ -20,10 +20,10 @@ from typing import Any, ClassVar
 import attrs
 from hypothesis import strategies as st
 
-from ragmorph.model import Filters, Hit, Ranking, World
+from ragmorph.model import Corpus, Filters, Hit, Ranking, World
 from ragmorph.relations import Concern, Direction, Observation, Relation, Severity, Verdict, compare_up_to_ties
 
-from ._core import Family, PerturbationBase, ks_strategy, query_tokens
+from ._core import CorpusMemo, Family, PerturbationBase, ks_strategy, query_tokens
 
 __all__ = [
     "FAMILY",
@@ -75,6 +75,15 @@ def _pair_key(pair: tuple[str, Any]) -> tuple[str, str, str]:
     return pair[0], type(pair[1]).__name__, repr(pair[1])
 
 
+_METADATA = CorpusMemo(8)
+
+
+def _metadata_counts(corpus: Corpus) -> tuple[Counter[tuple[str, Any]], list[tuple[str, Any]]]:
+    """How many chunks hold each scalar metadata pair, and the pairs most common first; every case of a corpus asks."""
+    counts: Counter[tuple[str, Any]] = Counter(pair for chunk in corpus for pair in _scalar_items(chunk.metadata))
+    return counts, sorted(counts, key=lambda pair: (-counts[pair], _pair_key(pair)))
+
+
 def filter_choices(world: World) -> list[Filters]:
     """The filters drawn for `world`, simplest first: current_only, metadata equality (gold chunks' values
     first), and the case's tenant combined with each.
@@ -85,9 +94,8 @@ def filter_choices(world: World) -> list[Filters]:
     """
     corpus, case = world.corpus, world.case
     gold = [corpus[i] for i in case.gold_ids if i in corpus]
-    counts: Counter[tuple[str, Any]] = Counter(pair for chunk in corpus for pair in _scalar_items(chunk.metadata))
+    counts, common = _METADATA.get((corpus,), None, lambda: _metadata_counts(corpus))
     preferred = [pair for chunk in gold for pair in _scalar_items(chunk.metadata)]
-    common = sorted(counts, key=lambda pair: (-counts[pair], _pair_key(pair)))
     pairs = list(dict.fromkeys(preferred + common))[:_METADATA_CHOICES]
     choices = [Filters(current_only=True)] + [Filters(metadata={key: value}) for key, value in pairs]
     if gold and len(gold[0].metadata) >= 2:

@@ -18,6 +18,7 @@ from typing import ClassVar
 import attrs
 from hypothesis import strategies as st
 
+from ragmorph.adapters import default_tokenize
 from ragmorph.model import Corpus, Filters, World
 from ragmorph.relations import Direction, Observation, Relation, Severity, Verdict, compare_up_to_ties
 
@@ -98,7 +99,8 @@ def _unrelated_words(corpus: Corpus) -> list[str]:
     tokens = frozenset(token for word in filler for token in query_tokens(word))
     held: set[str] = set()
     for chunk in corpus.chunks:
-        held.update(tokens.intersection(query_tokens(chunk.text)))  # only filler tokens matter here
+        # Only filler tokens matter; not through query_tokens, whose cache is not meant to hold a corpus.
+        held.update(tokens.intersection(default_tokenize(chunk.text)))
     return [word for word in filler if not held.intersection(query_tokens(word))][:200]
 
 
