@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
-from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+import threading
+import weakref
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, ClassVar, TypeVar
 
 import attrs
 from faker import Faker
-from hypothesis import register_random
 from hypothesis import strategies as st
 
 from ragmorph.adapters import default_tokenize
@@ -21,6 +22,7 @@ from ragmorph.model import Case, Chunk, Corpus, Filters, Params, World
 from ragmorph.relations import Observation, Plan, Relation, Verdict
 
 __all__ = [
+    "CorpusMemo",
     "Derivation",
     "Family",
     "PerturbationBase",
@@ -175,10 +177,17 @@ def query_tokens(text: str) -> tuple[str, ...]:
 
 def matching_ids(world: World, *, exclude: Sequence[str] = ()) -> list[str]:
     """Ids of the chunks sharing a query token, most shared tokens first (ties by corpus position), `exclude` left out."""
-    query = set(query_tokens(world.case.query))
+    ranked = _MATCHING.get((world.corpus,), world.case.query, lambda: _matching(world.corpus, world.case.query))
     left_out = set(exclude)
-    rows = [(len(query & set(query_tokens(c.text))), n, c.id) for n, c in enumerate(world.corpus) if c.id not in left_out]
-    return [chunk_id for shared, _, chunk_id in sorted(rows, key=lambda r: (-r[0], r[1])) if shared]
+    return [chunk_id for chunk_id in ranked if chunk_id not in left_out] if left_out else list(ranked)
+
+
+def _matching(corpus: Corpus, query: str) -> tuple[str, ...]:
+    # Depth, state and lifecycle each ask for the same corpus and query: one scan (the memo) serves all three.
+    wanted = frozenset(query_tokens(query))
+    rows = [(-len(wanted.intersection(query_tokens(c.text))), n, c.id) for n, c in enumerate(corpus.chunks)]
+    rows.sort()  # most shared first, ties by position (positions are distinct: ids never compared)
+    return tuple(chunk_id for unshared, _, chunk_id in rows if unshared)
 
 
 # Words sharing this many leading characters count as the same word: a stemmer maps "policies" and "policy"
@@ -225,10 +234,7 @@ def vocabulary() -> Vocabulary:
     latin.seed_instance(_SEED)
     english = Faker("en_US")
     english.seed_instance(_SEED)
-    # Faker keeps its own Random; register it so Hypothesis controls it should anything draw from it later.
-    register_random(latin.random)
-    register_random(english.random)
-    _KEEP.extend([latin, english])
+    # Nothing draws from the two Faker instances after this function: every list below is fixed by _SEED.
     # Latin lorem words: real-looking text that no English question is about. Sorted shortest first so that
     # shrinking (toward index 0) reaches short words.
     filler = tuple(sorted(set(latin.get_words_list()), key=lambda w: (len(w), w)))
@@ -238,8 +244,6 @@ def vocabulary() -> Vocabulary:
     boilerplate = tuple(" ".join(latin.words(40)) for _ in range(8))
     return Vocabulary(filler=filler, regions=regions, products=products, dates=dates, boilerplate=boilerplate)
 
-
-_KEEP: list[Faker] = []  # register_random holds weak references only
 
 
 def check_never(
@@ -321,27 +325,58 @@ def derivation(before: Corpus, after: Corpus) -> Derivation | None:
     return Derivation(frozenset(added), frozenset(removed), pure, tuple(added.values()) if pure else ())
 
 
-_DIFFS: dict[tuple[int, int], tuple[Corpus, Corpus, frozenset[str], frozenset[str]]] = {}
-_DIFF_SLOTS = 16
+_T = TypeVar("_T")
+_ABSENT: Any = object()
+
+
+class CorpusMemo:
+    """Answers remembered per corpus (by identity) and key, for scans that several families or relations repeat.
+
+    Entries hold weak references: a memo never keeps an old corpus, its id index and its chunk tuple alive (with
+    strong ones, 16 remembered pairs of 100k-chunk corpora held hundreds of MB). An entry whose corpus died no
+    longer matches, even if a new object reuses its id. Thread-safe (--concurrency); the oldest entry goes first.
+    """
+
+    def __init__(self, slots: int) -> None:
+        self._slots = slots
+        self._entries: dict[tuple[Any, ...], tuple[tuple[weakref.ref[Corpus], ...], Any]] = {}
+        self._lock = threading.Lock()
+
+    def lookup(self, corpora: tuple[Corpus, ...], key: Hashable) -> Any:
+        """The remembered answer for `corpora` and `key`, or `CorpusMemo.ABSENT`."""
+        with self._lock:
+            found = self._entries.get((tuple(map(id, corpora)), key))
+        if found is None or any(ref() is not corpus for ref, corpus in zip(found[0], corpora)):
+            return _ABSENT
+        return found[1]
+
+    def store(self, corpora: tuple[Corpus, ...], key: Hashable, value: _T) -> _T:
+        """Remember `value` for `corpora` and `key`; returns it."""
+        with self._lock:
+            if len(self._entries) >= self._slots:
+                self._entries.pop(next(iter(self._entries)))
+            self._entries[(tuple(map(id, corpora)), key)] = (tuple(weakref.ref(corpus) for corpus in corpora), value)
+        return value
+
+    def get(self, corpora: tuple[Corpus, ...], key: Hashable, compute: Callable[[], _T]) -> _T:
+        """The remembered answer, else `compute()` remembered (two threads may both compute it: it is pure)."""
+        found = self.lookup(corpora, key)
+        return self.store(corpora, key, compute()) if found is _ABSENT else found
+
+    ABSENT: ClassVar[Any] = _ABSENT
+
+
+_MATCHING = CorpusMemo(16)
+_DIFFS = CorpusMemo(16)
 
 
 def corpus_diff(before: Corpus, after: Corpus) -> tuple[frozenset[str], frozenset[str]]:
     """(ids added, ids removed) from `before` to `after`; memoised because every relation of a probe asks."""
-    key = (id(before), id(after))
-    found = _DIFFS.get(key)
-    # The entry holds both corpora, so their ids cannot be reused by other objects while it lives.
-    if found is None or found[0] is not before or found[1] is not after:
-        if len(_DIFFS) >= _DIFF_SLOTS:
-            # The oldest entry goes; another thread (--concurrency) may have dropped it or added one meanwhile.
-            try:
-                _DIFFS.pop(next(iter(_DIFFS)), None)
-            except (StopIteration, RuntimeError):
-                pass
-        derived = derivation(before, after)
-        if derived is not None:
-            added, removed = derived.added, derived.removed
-        else:
-            added = frozenset(after.id_keys() - before.id_keys())
-            removed = frozenset(before.id_keys() - after.id_keys())
-        found = _DIFFS[key] = (before, after, added, removed)
-    return found[2], found[3]
+    return _DIFFS.get((before, after), None, lambda: _diff(before, after))
+
+
+def _diff(before: Corpus, after: Corpus) -> tuple[frozenset[str], frozenset[str]]:
+    derived = derivation(before, after)
+    if derived is not None:
+        return derived.added, derived.removed
+    return frozenset(after.id_keys() - before.id_keys()), frozenset(before.id_keys() - after.id_keys())

@@ -1,23 +1,22 @@
 """Claims family: remove every chunk that supports one of the case's claims; that claim can no longer be supported.
 
-Support is decided by the default token judge of `ClaimR@k` (`ragmorph.metrics.DEFAULT_SUPPORT`), on chunk
+Support is decided by the default token judge of `ClaimR@k` (`ragmorph.support.DEFAULT_SUPPORT`), on chunk
 texts, so the family needs no gold ids: it runs wherever a case states claims that the corpus supports.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from typing import ClassVar
 
 import attrs
 from hypothesis import strategies as st
 
-from ragmorph.metrics import DEFAULT_SUPPORT
 from ragmorph.model import Corpus, World
 from ragmorph.relations import Direction, Observation, Relation, Severity, Verdict
+from ragmorph.support import DEFAULT_SUPPORT
 
-from ._core import Family, PerturbationBase, chunk_of, corpus_diff, ks_strategy
+from ._core import CorpusMemo, Family, PerturbationBase, chunk_of, corpus_diff, ks_strategy
 
 __all__ = ["FAMILY", "MAX_SUPPORTERS", "RELATIONS", "RemoveClaimSupport", "claim_removals", "supporters"]
 
@@ -26,12 +25,9 @@ __all__ = ["FAMILY", "MAX_SUPPORTERS", "RELATIONS", "RemoveClaimSupport", "claim
 MAX_SUPPORTERS = 3
 
 
-# Every relation of every probe asks for the supporters of the base corpus's claims: scanning the corpus each time
-# cost 40 s of a 46 s run on 10k chunks (the judge's per-text cache is smaller than the corpus, so a scan evicts
-# itself). Remember the last few answers; each entry holds its corpus, so its id cannot be reused meanwhile.
-_SUPPORTERS: dict[tuple[int, str], tuple[Corpus, tuple[str, ...]]] = {}
-_SUPPORTER_SLOTS = 64
-_SUPPORTERS_LOCK = threading.Lock()
+# Every relation of every probe asks for the supporters of the base corpus's claims, and each scan reads every
+# chunk: remember the last answers per corpus and claim.
+_SUPPORTERS = CorpusMemo(64)
 
 
 def supporters(corpus: Corpus, claim: str) -> tuple[str, ...]:
@@ -40,31 +36,15 @@ def supporters(corpus: Corpus, claim: str) -> tuple[str, ...]:
 
 
 def _supporters_of(corpus: Corpus, claims: Sequence[str]) -> dict[str, tuple[str, ...]]:
-    """`supporters` of each of `claims`, the ones not remembered found in one pass over the corpus.
-
-    One pass for all of a case's claims, chunk by chunk: the judge reads each chunk's facts once and its cache
-    serves the other claims (claim by claim, each pass read every chunk again: five passes for two cases).
-    """
-    found: dict[str, tuple[str, ...]] = {}
-    with _SUPPORTERS_LOCK:
-        for claim in claims:
-            known = _SUPPORTERS.get((id(corpus), claim))
-            if known is not None and known[0] is corpus:
-                found[claim] = known[1]
-    wanted = [claim for claim in dict.fromkeys(claims) if claim not in found]
-    if not wanted:
-        return found
-    ids: dict[str, list[str]] = {claim: [] for claim in wanted}
-    for chunk in corpus:
+    """`supporters` of each of `claims`, the ones not remembered found in one pass over the corpus (the judge's
+    `supporting`, which reads most chunks with a few substring tests)."""
+    found = {claim: _SUPPORTERS.lookup((corpus,), claim) for claim in dict.fromkeys(claims)}
+    wanted = [claim for claim, known in found.items() if known is CorpusMemo.ABSENT]
+    if wanted:
+        chunks = corpus.chunks
+        positions = DEFAULT_SUPPORT.supporting(wanted, (chunk.text for chunk in chunks))
         for claim in wanted:
-            if DEFAULT_SUPPORT.supports(claim, chunk.text):
-                ids[claim].append(chunk.id)
-    with _SUPPORTERS_LOCK:
-        for claim in wanted:
-            if len(_SUPPORTERS) >= _SUPPORTER_SLOTS:
-                _SUPPORTERS.pop(next(iter(_SUPPORTERS)))
-            found[claim] = tuple(ids[claim])
-            _SUPPORTERS[(id(corpus), claim)] = (corpus, found[claim])
+            found[claim] = _SUPPORTERS.store((corpus,), claim, tuple(chunks[position].id for position in positions[claim]))
     return found
 
 

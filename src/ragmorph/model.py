@@ -305,6 +305,20 @@ class Corpus:
             )
         return self.chunks[position]
 
+    def missing(self, ids: Iterable[str]) -> set[str]:
+        """The ids among `ids` that this corpus does not hold, by set algebra: O(len(ids)), through the delta
+        bookkeeping of a derived corpus (no index of every id is built for it), for checking whole responses."""
+        wanted = set(ids)
+        corpus = self
+        absent: set[str] = set()
+        while not corpus._index and corpus._overlay is not None and wanted:
+            parent, added, removed, _ = corpus._overlay
+            wanted.difference_update(added)
+            absent |= wanted & removed
+            wanted -= removed
+            corpus = parent
+        return absent | wanted.difference(corpus._positions())
+
     def __len__(self) -> int:
         return len(self.chunks)
 

@@ -48,6 +48,24 @@ def test_each_breach_is_reported(response: object, message: str) -> None:
     assert caught.value.excerpt
 
 
+def test_the_first_breach_in_rank_order_is_the_one_reported() -> None:
+    # The whole-response check only decides whether anything breaks; the message is the first breach by rank.
+    with pytest.raises(InvalidResponse, match="unknown id='zz' at rank 2"):
+        validate_hits([("d0", 3.0), ("zz", 2.0), ("d0", 1.0), ("d1", math.nan)], k=4, query="q", corpus=CORPUS)
+    with pytest.raises(InvalidResponse, match="distinct ids, got id='d0' at ranks 1 and 2"):
+        validate_hits([("d0", 3.0), ("d0", 2.0), ("zz", 1.0)], k=3, query="q", corpus=CORPUS)
+    with pytest.raises(InvalidResponse, match="finite score, got score=nan for id='d1' at rank 2"):
+        validate_hits([("d0", 1.0), ("d1", math.nan), ("d2", 5.0)], k=3, query="q", corpus=CORPUS)
+
+
+def test_ids_are_checked_against_a_derived_corpus_through_its_deltas() -> None:
+    smaller = CORPUS.without(["d1"])
+    with pytest.raises(InvalidResponse, match="unknown id='d1' at rank 2"):
+        validate_hits(["d0", "d1"], k=2, query="q", corpus=smaller)
+    again = smaller.with_chunks([Chunk("d1", "back"), Chunk("new", "added")])
+    assert len(validate_hits(["new", "d1", "d0"], k=3, query="q", corpus=again)) == 3
+
+
 def test_rising_scores_are_compared_across_unscored_hits() -> None:
     with pytest.raises(InvalidResponse, match="score=3.0 at rank 3 above score=1.0 at rank 1"):
         validate_hits([("d0", 1.0), "d1", ("d2", 3.0)], k=3, query="q")

@@ -72,6 +72,43 @@ def test_token_support_rule(claim: str, text: str, supported: bool) -> None:
     assert TokenSupport().supports(claim, text) is supported
 
 
+_RULE_CASES = [
+    ("Starts 1 September 2026", "It starts on 2026-09-01."),
+    ("Starts September 1, 2026", "it STARTS on 1st Sept 2026"),
+    ("Annual leave is 25 days", "annual leave: 25 days"),
+    ("The fee is 3,5 percent", "the fee is 3.5 percent"),
+    ("Limit of 1,000 euros", "a limit of 1000 euros"),
+    ("Leave in 2026", "Leave begins 1 May 2026"),
+    ("ﬁle within ３ days", "FILE within 3 days"),
+    ("fee 0.05 or 007", "fee 00.05 or 7 and 0,05"),
+    ("", "anything at all"),
+]
+# Pieces that exercise each part of the rule: words (shared, stopwords, ligatures, case), numbers with separators
+# and leading zeros, dates in all three spellings, invalid dates, and the text around them.
+_PIECES = st.sampled_from(
+    ["leave", "Leave", "starts", "the", "of", "ﬁle", "file", "days", "25", "250", "025", "1,000", "1000", "1.000",
+     "3.5", "3,5", "35", "0", "00", "0.5", ".5", "2026", "2026-09-01", "2026-9-1", "2026-13-40", "1 September 2026",
+     "September 1, 2026", "1st Sept 2026", "may", "May 2026", "３", "ß", "ss", "-", ",", ".", "x1y"]
+)
+_TEXTS = st.lists(_PIECES, max_size=8).map(" ".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(claims=st.lists(_TEXTS, min_size=1, max_size=3), texts=st.lists(_TEXTS, max_size=6), threshold=st.sampled_from([0.5, 0.8, 1.0]))
+def test_supporting_answers_exactly_what_supports_answers_text_by_text(claims: list[str], texts: list[str], threshold: float) -> None:
+    judge = TokenSupport(threshold=threshold)
+    expected = {claim: [n for n, text in enumerate(texts) if judge.supports(claim, text)] for claim in claims}
+    assert judge.supporting(claims, iter(texts)) == expected
+
+
+def test_supporting_finds_the_worked_examples() -> None:
+    claims = [claim for claim, _ in _RULE_CASES]
+    texts = [text for _, text in _RULE_CASES]
+    found = TokenSupport().supporting(claims, texts)
+    assert found == {claim: [n for n, t in enumerate(texts) if TokenSupport().supports(claim, t)] for claim in claims}
+    assert found["Limit of 1,000 euros"] == [4] and found["fee 0.05 or 007"] == [7] and found[""] == []
+
+
 def test_token_support_threshold_is_stated_and_validated() -> None:
     assert TokenSupport().threshold == 0.8
     assert TokenSupport(threshold=0.5).supports("remote work needs manager written approval", "remote work needs")

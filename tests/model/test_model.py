@@ -168,7 +168,7 @@ def test_world_holds_typed_parts() -> None:
 @given(
     st.lists(st.sampled_from(["a", "b", "c", "d", "e", "f", "g"]), min_size=1, max_size=7, unique=True),
     st.lists(
-        st.tuples(st.sampled_from(["add", "remove", "replace", "reorder"]), st.integers(0, 20)),
+        st.tuples(st.sampled_from(["add", "readd", "remove", "replace", "reorder"]), st.integers(0, 20)),
         max_size=12,
     ),
 )
@@ -179,6 +179,8 @@ def test_derived_corpora_behave_exactly_like_freshly_built_ones(ids: list[str], 
         if op == "add":
             fresh_id += 1
             corpus = corpus.with_chunks([Chunk(f"new{fresh_id}", "added")], at=n % (len(corpus) + 1))
+        elif op == "readd" and [i for i in ids if i not in corpus]:
+            corpus = corpus.with_chunks([Chunk([i for i in ids if i not in corpus][0], "back")], at=n % (len(corpus) + 1))
         elif op == "remove" and len(corpus) > 1:
             corpus = corpus.without([corpus.chunks[n % len(corpus)].id])
         elif op == "replace" and len(corpus):
@@ -187,7 +189,9 @@ def test_derived_corpora_behave_exactly_like_freshly_built_ones(ids: list[str], 
             corpus = corpus.reordered([*range(1, len(corpus)), 0])
         rebuilt = Corpus(corpus.chunks)
         assert corpus == rebuilt and corpus.fingerprint == rebuilt.fingerprint
-        for probe in [*rebuilt.ids, "a", "g", "new1", "missing"]:
+        probes = [*rebuilt.ids, *ids, "new1", "missing"]
+        assert corpus.missing(probes) == {probe for probe in probes if probe not in rebuilt}  # before any index is built
+        for probe in probes:
             assert (probe in corpus) == (probe in rebuilt)
             assert corpus.get(probe) == rebuilt.get(probe)
         for chunk_id in rebuilt.ids:

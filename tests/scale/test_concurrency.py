@@ -57,6 +57,24 @@ def test_four_batches_in_threads_give_the_serial_report_with_calls_overlapping(s
     assert waiting.IN_FLIGHT["now"] == 0
 
 
+def test_more_batches_than_call_slots_run_at_once_but_never_more_calls_than_slots() -> None:
+    # 4 batches on 2 call slots: all 4 start at once (batches_in_flight), and 2 calls at most are in flight.
+    waiting.IN_FLIGHT.update(now=0, most=0)
+    waiting.ASKED.clear()
+    only = {"waiting": RETRIEVERS["waiting"]}
+    serial_report = check(only, WORLD.corpus, CASES, **SETTINGS).to_dict()
+    waiting.IN_FLIGHT.update(now=0, most=0)
+    waiting.ASKED.clear()
+    report = check(only, WORLD.corpus, CASES, concurrency=2, **SETTINGS).to_dict()
+    assert _comparable(report) == _comparable(serial_report)
+    assert waiting.IN_FLIGHT["most"] == 2
+    asked = waiting.ASKED
+    first = [asked.index(case.query) for case in CASES]
+    last = [len(asked) - 1 - asked[::-1].index(case.query) for case in CASES]
+    # The third and fourth batches started before either of the first two finished.
+    assert max(first) < min(last[:2])
+
+
 def test_jobs_times_concurrency_gives_the_serial_report(serial: dict[str, Any]) -> None:
     report = check(RETRIEVERS, WORLD.corpus, CASES, jobs=2, concurrency=2, **SETTINGS).to_dict()
     assert _comparable(report) == _comparable(serial)

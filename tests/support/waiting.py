@@ -14,6 +14,7 @@ from ragmorph.model import Filters
 
 _LOCK = threading.Lock()
 IN_FLIGHT = {"now": 0, "most": 0}
+ASKED: list[str] = []  # the queries asked, in the order the calls started
 
 
 class WaitingBM25(BM25Retriever):
@@ -22,6 +23,7 @@ class WaitingBM25(BM25Retriever):
     def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> Any:
         """BM25's hits, after the wait."""
         with _LOCK:
+            ASKED.append(query)
             IN_FLIGHT["now"] += 1
             IN_FLIGHT["most"] = max(IN_FLIGHT["most"], IN_FLIGHT["now"])
         try:

@@ -17,7 +17,9 @@ zero-score chunks would append one huge, arbitrary tie to every ranking. Ties ar
 
 from __future__ import annotations
 
+import functools
 import math
+import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 
@@ -44,9 +46,45 @@ class _Posting:
 
     __slots__ = ("slots", "tfs")
 
-    def __init__(self) -> None:
-        self.slots = GrowableArray(np.int32, capacity=4)
-        self.tfs = GrowableArray(np.int32, capacity=4)
+    def __init__(self, capacity: int = 4) -> None:
+        self.slots = GrowableArray(np.int32, capacity=capacity)
+        self.tfs = GrowableArray(np.int32, capacity=capacity)
+
+
+# Every term any index of this process has seen, numbered in order of first sight (a term's number is the same in
+# every index, so a text's counts are computed once and shared).
+_TERMS: list[str] = []
+_NUMBERS: dict[str, int] = {}
+_NUMBERING = threading.Lock()
+
+
+class _Counted:
+    """A text's term counts (read only): as a Counter, and as parallel arrays of term numbers and frequencies."""
+
+    __slots__ = ("counts", "length", "terms", "tfs")
+
+    def __init__(self, counts: Counter[str]) -> None:
+        self.counts = counts
+        self.length = sum(counts.values())
+        with _NUMBERING:
+            for term in counts:
+                if term not in _NUMBERS:
+                    _NUMBERS[term] = len(_TERMS)
+                    _TERMS.append(term)
+            self.terms = np.fromiter(map(_NUMBERS.__getitem__, counts), dtype=np.int64, count=len(counts))
+        self.tfs = np.fromiter(counts.values(), dtype=np.int32, count=len(counts))
+
+    @classmethod
+    def of(cls, tokens: Sequence[str]) -> _Counted:
+        """The counts of a tokenised text."""
+        return cls(Counter(tokens))
+
+
+@functools.lru_cache(maxsize=1 << 15)
+def _default_counted(text: str) -> _Counted:
+    """The default tokenizer's counts of `text`, remembered: counting was most of a build's time, and the runner
+    builds many indexes of nearly the same chunks (one per perturbed corpus). Bounded (tens of MB at most)."""
+    return _Counted.of(default_tokenize(text))
 
 
 class BM25Retriever(SlotIndex):
@@ -83,28 +121,40 @@ class BM25Retriever(SlotIndex):
     def __repr__(self) -> str:
         return f"BM25Retriever(<{len(self)} chunks>, k1={self.k1}, b={self.b})"
 
+    def _counted(self, chunk: Chunk) -> _Counted:
+        # Shared and read only: with the default tokenizer, every index holding this text gets the same record.
+        if self.tokenize is default_tokenize:
+            return _default_counted(chunk.text)
+        return _Counted.of(self.tokenize(chunk.text))
+
     def _counts(self, chunk: Chunk) -> Counter[str]:
-        return Counter(self.tokenize(chunk.text))
+        return self._counted(chunk).counts
 
     def _on_add(self, slots: range, chunks: Sequence[Chunk]) -> None:
         # Tokenise everything before touching the index so a failing tokenizer leaves it unchanged.
-        counted = [self._counts(chunk) for chunk in chunks]
-        lengths = np.fromiter((sum(c.values()) for c in counted), dtype=np.int64, count=len(counted))
-        gathered: dict[str, tuple[list[int], list[int]]] = {}
-        for slot, counts in zip(slots, counted):
-            for term, tf in counts.items():
-                slot_list, tf_list = gathered.setdefault(term, ([], []))
-                slot_list.append(slot)
-                tf_list.append(tf)
+        counted = [self._counted(chunk) for chunk in chunks]
+        if not counted:
+            return
+        lengths = np.fromiter((c.length for c in counted), dtype=np.int64, count=len(counted))
+        # Every (slot, term) pair at once, grouped by term with a stable sort: each term's slots stay ascending,
+        # so the postings (and every score) are those a chunk-by-chunk build gives.
+        terms = np.concatenate([c.terms for c in counted])
+        tfs = np.concatenate([c.tfs for c in counted])
+        owners = np.repeat(np.asarray(slots, dtype=np.int32), [len(c.terms) for c in counted])
+        order = np.argsort(terms, kind="stable")
+        terms, tfs, owners = terms[order], tfs[order], owners[order]
+        starts = np.flatnonzero(np.concatenate(([True], terms[1:] != terms[:-1]))) if len(terms) else terms
+        ends = np.append(starts[1:], len(terms))
         self._lengths.extend(lengths)
         self._total_length += int(lengths.sum())
-        for term, (slot_list, tf_list) in gathered.items():
+        for number, start, end in zip(terms[starts].tolist(), starts.tolist(), ends.tolist()):
+            term = _TERMS[number]
             posting = self._postings.get(term)
             if posting is None:
-                posting = self._postings[term] = _Posting()
-            posting.slots.extend(np.asarray(slot_list, dtype=np.int32))
-            posting.tfs.extend(np.asarray(tf_list, dtype=np.int32))
-            self._df[term] += len(slot_list)
+                posting = self._postings[term] = _Posting(end - start)
+            posting.slots.extend(owners[start:end])
+            posting.tfs.extend(tfs[start:end])
+            self._df[term] += end - start
 
     def _on_remove(self, slot: int, chunk: Chunk) -> None:
         for term in self._counts(chunk):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ._aggregate import SCHEMA, MetricAggregate, MetricsSummary, aggregate
 from ._batch import BATCH_BACKEND, BatchResult, evaluate_batch
-from ._claims import DEFAULT_SUPPORT, SupportJudge, TokenSupport, claim_facts
+from ..support import DEFAULT_SUPPORT, SupportJudge, TokenSupport, claim_facts
 from ._names import (
     DEFAULT_SUPPORT_METHOD,
     GOLD_MEASURES,

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from ..errors import UsageError, describe
 from ..model import Case, Corpus, Hit, Ranking
-from ._claims import DEFAULT_SUPPORT, SupportJudge
+from ..support import DEFAULT_SUPPORT, SupportJudge
 from ._names import GOLD_MEASURES, Metric, parse_metrics
 
 __all__ = ["Judge", "QueryScores", "evaluate", "is_empty_ok"]

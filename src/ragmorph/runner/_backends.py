@@ -30,7 +30,7 @@ from ._determinism import without_local_constants
 from ._engine import Result, Unit, execute
 from ._executor import CallCache, CallPool
 
-__all__ = ["EXECUTORS", "Backend", "Batch", "ProcessBackend", "RayBackend", "SerialBackend", "backend_for", "batches", "call_pool", "run_here", "file_modules", "load_file_modules", "rebuild", "run_batch"]
+__all__ = ["EXECUTORS", "Backend", "Batch", "ProcessBackend", "RayBackend", "SerialBackend", "backend_for", "batches", "batches_in_flight", "call_pool", "run_here", "file_modules", "load_file_modules", "rebuild", "run_batch"]
 
 Batch = tuple[Unit, ...]
 # What an executor yields per finished batch: its index in the run and each unit's results, in batch order.
@@ -56,13 +56,16 @@ def run_batch(batch: Batch, fail_fast: bool = False, pool: CallPool | None = Non
     With `fail_fast` the batch stops after the first unit with a hard violation, as a serial run stops there.
     `pool` (the process's, with --concurrency) makes the independent calls of each plan at once.
     """
-    cache = CallCache(pool)
+    cache = CallCache(pool, reuse=True)
     done: list[tuple[Result, ...]] = []
-    with without_local_constants():
-        for unit in batch:
-            done.append(execute(unit, cache))
-            if fail_fast and any(r.status == "fail" and r.severity == "hard" for r in done[-1]):
-                break
+    try:
+        with without_local_constants():
+            for unit in batch:
+                done.append(execute(unit, cache))
+                if fail_fast and any(r.status == "fail" and r.severity == "hard" for r in done[-1]):
+                    break
+    finally:
+        cache.drop_parked()
     return tuple(done)
 
 
@@ -81,13 +84,24 @@ def call_pool(concurrency: int) -> CallPool | None:
     return CallPool(concurrency) if concurrency > 1 else None
 
 
-def run_here(work: Sequence[tuple[int, Batch]], *, concurrency: int = 1, fail_fast: bool = False) -> Iterator[Finished]:
-    """Execute numbered batches in this process, `concurrency` at a time in threads; yields each as it finishes.
+# With --concurrency N a process runs this many times N batches at once over its N call slots: a batch spends part
+# of its time on the runner's own work and index builds outside a slot, and a batch waiting for a slot costs only
+# a thread, so the slots stay busy; and a run of B batches on N slots no longer ends with a round of B mod N.
+BATCHES_PER_SLOT = 2
 
-    Threads suit retrievers that wait (a service, a database): N batches keep N calls in flight, and one pool of
-    N call slots lets the independent calls of a plan overlap too (when fewer than N batches are left, the
-    spare slots go to them). Batches share nothing but the process, so the results are those of running them
-    one by one.
+
+def batches_in_flight(concurrency: int) -> int:
+    """How many batches one process runs at once with `concurrency` call slots (1: one batch at a time)."""
+    return concurrency * BATCHES_PER_SLOT if concurrency > 1 else 1
+
+
+def run_here(work: Sequence[tuple[int, Batch]], *, concurrency: int = 1, fail_fast: bool = False) -> Iterator[Finished]:
+    """Execute numbered batches in this process, in threads over `concurrency` call slots; yields each as it finishes.
+
+    Threads suit retrievers that wait (a service, a database): `batches_in_flight` batches share one pool of N
+    call slots, so N calls are in flight while some batches do the runner's own work, and the independent
+    calls of a plan overlap too (when few batches are left, the spare slots go to them). Batches share
+    nothing but the process, so the results are those of running them one by one.
     """
     if concurrency <= 1:
         for number, batch in work:
@@ -96,19 +110,20 @@ def run_here(work: Sequence[tuple[int, Batch]], *, concurrency: int = 1, fail_fa
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
     upcoming = iter(work)
+    width = batches_in_flight(concurrency)
     # Entered once around every thread: each batch's own entry then only nests.
     with (
         without_local_constants(),
         CallPool(concurrency) as pool,
-        ThreadPoolExecutor(concurrency, thread_name_prefix="ragmorph-batch") as threads,
+        ThreadPoolExecutor(width, thread_name_prefix="ragmorph-batch") as threads,
     ):
         running: dict[Any, int] = {}
 
         def top_up() -> None:
-            # Batches are started in plan order and only as slots free up, so a fail-fast stop wastes little.
+            # Batches are started in plan order and only as others finish, so a fail-fast stop wastes little.
             for number, batch in upcoming:
                 running[threads.submit(run_batch, batch, fail_fast, pool)] = number
-                if len(running) >= concurrency:
+                if len(running) >= width:
                     return
 
         top_up()
@@ -357,8 +372,9 @@ class RayBackend:
         try:
             corpora, index = _corpora(work)
             slots = self.jobs or max(1, int(ray.cluster_resources().get("CPU", 1)))
-            # A threaded actor runs `concurrency` batches at once (Ray's max_concurrency), as a local worker does.
-            actor = ray.remote(num_cpus=1, max_concurrency=self.concurrency)(_RayWorker)
+            # A threaded actor runs `batches_in_flight` batches at once (Ray's max_concurrency), as a local worker does.
+            width = batches_in_flight(self.concurrency)
+            actor = ray.remote(num_cpus=1, max_concurrency=width)(_RayWorker)
             stored = ray.put(corpora)
             workers = [actor.remote(stored, self.concurrency) for _ in range(min(slots, len(work)))]
             todo = list(enumerate(work))
@@ -369,7 +385,7 @@ class RayBackend:
                 n, batch = todo.pop()
                 running[worker.run.remote(tuple(_strip(u, index) for u in batch), fail_fast)] = (n, worker)
 
-            for _ in range(self.concurrency):
+            for _ in range(width):
                 for worker in workers:
                     if todo:
                         submit(worker)

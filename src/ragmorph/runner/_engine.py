@@ -457,17 +457,14 @@ def _bisect_growth(unit: Unit, cache: CallCache, resolved: Any, world: World, vi
     The case's own corpus stays whole: the perturbation regrows the generated chunks, so the record and the
     replay file carry the case's chunks and the smallest failing size, never thousands of generated chunks.
     """
-    executors: list[Executor] = []
     perturbation, relation = violation.perturbation, violation.relation
     found = {"probe": violation.probe}
-
-    def executor_for(corpus: Corpus) -> Executor:
-        executor = Executor(unit.retriever, corpus, cache=cache, timeout=unit.settings.timeout, resolved=resolved)
-        executors.append(executor)
-        return executor
+    # One executor for every probe: each asks for fresh indexes of the grown corpus (GrowCorpus's calls are all
+    # Instance.FRESH), which it builds, answers and closes per call, over the case's own corpus.
+    executor = Executor(unit.retriever, world.corpus, cache=cache, timeout=unit.settings.timeout, resolved=resolved)
 
     def fails(size: int) -> bool:
-        probe = _still_fails(executor_for, world, perturbation.resized(size), relation, violation.probe)
+        probe = _still_fails(lambda _: executor, world, perturbation.resized(size), relation, violation.probe)
         if probe is not None:
             found["probe"] = probe
         return probe is not None
@@ -475,7 +472,7 @@ def _bisect_growth(unit: Unit, cache: CallCache, resolved: Any, world: World, vi
     try:
         bisection = smallest_failing_size(len(world.corpus), perturbation.size, fails)
     finally:
-        _close_all(executors)
+        _close_all([executor])
     smallest = perturbation.resized(bisection.fails)
     violation.perturbation = smallest
     held = f", held at {bisection.held:,}" if bisection.held is not None else ""
@@ -484,9 +481,7 @@ def _bisect_growth(unit: Unit, cache: CallCache, resolved: Any, world: World, vi
         f"(grown from {perturbation.size:,}); the corpus listed is the case's own {len(world.corpus):,}, "
         f"{smallest!r} regrows the rest"
     )
-    return _Minimised(
-        world, found["probe"], None, reason, sum(e.asked for e in executors), sum(e.calls for e in executors)
-    )
+    return _Minimised(world, found["probe"], None, reason, executor.asked, executor.calls)
 
 
 def _relevance(fresh: Executor, world: World) -> list[str]:
@@ -628,7 +623,9 @@ def execute(unit: Unit, cache: CallCache | None = None) -> tuple[Result, ...]:
 
     try:
         resolved = unit.retriever.resolve()
-        executor = Executor(unit.retriever, unit.corpus, cache=cache, timeout=unit.settings.timeout, resolved=resolved)
+        executor = Executor(
+            unit.retriever, unit.corpus, cache=cache, timeout=unit.settings.timeout, resolved=resolved, reuse=True
+        )
     except RagmorphError as error:
         return rows("error", str(error))
     try:
@@ -674,10 +671,10 @@ def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, ro
     judged = relations if VALID_RESPONSE in relations else (*relations, VALID_RESPONSE)
     tallies = {r.name: _Tally() for r in judged}
     missing = {r.name: sorted(set(r.requires) - executor.traits) for r in judged}
-    if executor.has_factory and any(r.judges_filtering for r in judged):
+    if any(r.judges_filtering for r in judged):
         # Who filters may be declared by the built retriever only (`post_filter=True`, FAISS's selector): read
-        # it from the base instance even when every call of this unit would be served from the cache.
-        executor.base_instance  # noqa: B018 - built for its capabilities
+        # it from a built instance even when every call of this unit would be served from the cache.
+        executor.learn_capabilities()
     excused = {r.name: why for r in judged if (why := _not_judged(r, executor.capabilities)) is not None}
     active = [r for r in judged if not missing[r.name] and r.name not in excused]
     # An approximate index may legitimately break what exact search guarantees: measure those relations as rates.
@@ -693,6 +690,8 @@ def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, ro
             break
         name = violation.relation.name
         targets.discard(name)
+        # Shrinking builds instances outside this cache's count: none built before it is handed to a later unit.
+        cache.note_build()
         calls_first = tallies[name].calls_to_first_failure or executor.asked
         if executor.has_factory and family.grows_corpus:
             minimised = _bisect_growth(unit, cache, resolved, world, violation)

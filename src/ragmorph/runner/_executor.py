@@ -92,7 +92,7 @@ class CallCache:
     its answer is kept only when a plan asks for the key (`fetch`), so a call no plan reached is never kept.
     """
 
-    def __init__(self, pool: CallPool | None = None) -> None:
+    def __init__(self, pool: CallPool | None = None, *, reuse: bool = False) -> None:
         self._entries: dict[tuple[Any, ...], Ranking | BaseException] = {}
         self._making: dict[tuple[Any, ...], threading.Event] = {}
         # Calls started ahead and not yet asked for: their future and how many plans wait to ask for them.
@@ -101,6 +101,13 @@ class CallCache:
         self.pool = pool
         self.hits = 0
         self.misses = 0
+        # What a built instance declares, by retriever and corpus: read once, not rebuilt to be read again.
+        self._capabilities: dict[tuple[str, str], Any] = {}
+        # `reuse` (a batch's cache, closed by its owner): base instances handed from one unit to the next (`park`).
+        self.reuse = reuse
+        self.builds = 0  # instances built by executors on this cache, or work that built some (`note_build`)
+        # Only instances without close() are parked (see `Executor.close`), so letting one go releases nothing.
+        self._idle: dict[tuple[str, str], _Parked] = {}
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -169,12 +176,47 @@ class CallCache:
                 self._making.pop(key).set()
         return found, False
 
+    def capabilities(self, key: tuple[str, str]) -> Any:
+        """What the instance built for `key` (retriever name, corpus fingerprint) declared; None when none was built."""
+        return self._capabilities.get(key)
+
+    def learned(self, key: tuple[str, str], capabilities: Any) -> None:
+        """Keep what an instance built for `key` declared."""
+        self._capabilities[key] = capabilities
+
+    def note_build(self) -> None:
+        """An instance of a retriever was built (or work that builds some ran): idle instances are not handed on."""
+        with self._lock:
+            self.builds += 1
+
+    def park(self, key: tuple[str, str], parked: _Parked) -> None:
+        """Keep an instance no edit touched for the next unit of the batch (in place of an older one)."""
+        self._idle[key] = parked
+
+    def take(self, key: tuple[str, str]) -> _Parked | None:
+        """The instance parked for `key` if nothing was built since it was parked, else None (it is dropped)."""
+        parked = self._idle.pop(key, None)
+        return parked if parked is not None and parked.builds == self.builds else None
+
+    def drop_parked(self) -> None:
+        """Let the parked instances go (the owner of a reusing cache calls this when its batch is done)."""
+        self._idle.clear()
+
     def get_or_call(self, key: tuple[Any, ...], call: Callable[[], Ranking]) -> Ranking:
         """The cached ranking for `key`, else `call()` (errors are cached too so a broken call is not retried)."""
         found, _ = self.fetch(key, call)
         if isinstance(found, BaseException):
             raise found
         return found
+
+
+@attrs.frozen
+class _Parked:
+    """A base instance between units of one batch: the calls made on it (none edited it) and the build count then."""
+
+    guard: GuardedRetriever
+    steps: tuple[Step, ...]
+    builds: int
 
 
 @attrs.frozen
@@ -302,7 +344,11 @@ def invalid_observation(world: World, error: InvalidResponse) -> Observation:
 
 
 class Executor:
-    """Runs plans for one retriever over one base corpus: a lazily built base instance, fresh ones, call counting."""
+    """Runs plans for one retriever over one base corpus: a lazily built base instance, fresh ones, call counting.
+
+    `reuse` (a unit's own executor): on a cache made with `reuse=True` (a batch's), take the base instance an
+    earlier unit parked and park this one for the next (see `base_instance` and `close`).
+    """
 
     def __init__(
         self,
@@ -312,6 +358,7 @@ class Executor:
         cache: CallCache,
         timeout: float | None = None,
         resolved: Any = None,
+        reuse: bool = False,
     ) -> None:
         self.spec = spec
         self.corpus = corpus
@@ -329,6 +376,11 @@ class Executor:
         # another executor's instance or a fresh index answered), read when a probe is assembled.
         self._step_of: dict[tuple[Any, ...], int] = {}
         self._source: int | None = None
+        # A unit's own executor on a reusing cache takes and parks base instances (shrinking's never do).
+        self.reuse = reuse and cache.reuse
+        # Whether the base instance may be handed to the next unit: no edit, no failed call, nothing else built.
+        self._touched = False
+        self._built_at = 0
 
     # ------------------------------------------------------------------------------------------ instances
 
@@ -351,19 +403,59 @@ class Executor:
                 close()
 
     @property
+    def _instance_key(self) -> tuple[str, str]:
+        return (self.spec.name, self.corpus.fingerprint)
+
+    @property
     def base_instance(self) -> GuardedRetriever:
-        """The retriever over the base corpus (built on first need, so fully cached units build nothing)."""
+        """The retriever over the base corpus (built on first need, so fully cached units build nothing).
+
+        With `reuse` on a reusing cache, the instance an earlier unit of the batch parked is taken instead of a
+        build, with the calls made on it as this executor's first steps: a violation that needs them replays them.
+        """
         if self._base is None:
-            self._base = self._build(self.corpus) if self.has_factory else self._guard(self.target, self.corpus)
-            if self.has_factory:
-                self.capabilities = describe_capabilities(self.target, built=self._base.retriever)
+            if not self.has_factory:
+                self._base = self._guard(self.target, self.corpus)
+                return self._base
+            parked = self.cache.take(self._instance_key) if self.reuse else None
+            if parked is not None:
+                self._base = parked.guard
+                self.steps[:0] = parked.steps
+            else:
+                self._base = self._build(self.corpus)
+                self.cache.note_build()
+            self._built_at = self.cache.builds
+            self.capabilities = describe_capabilities(self.target, built=self._base.retriever)
+            self.cache.learned(self._instance_key, self.capabilities)
         return self._base
 
+    def learn_capabilities(self) -> None:
+        """Refine `capabilities` by what the built instance declares (known from an earlier build, else built)."""
+        if not self.has_factory or self._base is not None:
+            return
+        known = self.cache.capabilities(self._instance_key)
+        if known is None:
+            self.base_instance  # noqa: B018 - built for its capabilities
+        else:
+            self.capabilities = known
+
     def close(self) -> None:
-        """Close the base instance if this executor built it (a retriever handed in is the caller's to close)."""
+        """Close the base instance if this executor built it (a retriever handed in is the caller's to close).
+
+        With `reuse` on a reusing cache, an instance is parked for the next unit instead when it is in the state a
+        fresh build plus its recorded calls gives: no edit was applied to it (undoing one restores a correct
+        retriever, not necessarily a buggy one), no call on it failed or timed out, and no other instance was
+        built since it was (state shared between instances: a newer one may change it). Instances with `close()`
+        are always closed here, so that closing stays part of the unit that built them.
+        """
         base, self._base = self._base, None
-        if base is not None and self.has_factory:
-            self._close(base.retriever)
+        if base is None or not self.has_factory:
+            return
+        reusable = self.reuse and not self._touched and self.cache.builds == self._built_at
+        if reusable and not callable(getattr(base.retriever, "close", None)):
+            self.cache.park(self._instance_key, _Parked(base, tuple(self.steps), self.cache.builds))
+            return
+        self._close(base.retriever)
 
     @property
     def supports_delta(self) -> bool:
@@ -438,8 +530,14 @@ class Executor:
         guard = self.base_instance
         self._source = len(self.steps)
         self.steps.append(step)
-        with self._edited(guard.retriever, step):
-            return self._call(guard, step.query, step.params, known)
+        if step.add or step.remove or step.update or step.upsert or step.index is not None:
+            self._touched = True
+        try:
+            with self._edited(guard.retriever, step):
+                return self._call(guard, step.query, step.params, known)
+        except BaseException:
+            self._touched = True  # a failed or timed-out call may leave the instance in any state
+            raise
 
     def _recorded(self, key: tuple[Any, ...], step: Step, known: Corpus) -> Ranking:
         self._source = self._step_of.get(key)
@@ -472,6 +570,9 @@ class Executor:
         assert key is not None
 
         def call() -> Ranking:
+            # Counted where the plan reaches the call, as a serial run builds it: a call started ahead and dropped
+            # is not, so whether a base instance is handed on is the same in every mode.
+            self.cache.note_build()
             future = self.cache.claim(key)
             if future is not None:
                 found, calls = future.result()

@@ -59,7 +59,7 @@ def main() -> None:
     # The caller's import path first, so its modules (and its copy of ragmorph) are the ones found here.
     sys.path[:] = [*sys_path, *(p for p in sys.path if p not in sys_path)]
     try:
-        from ._backends import call_pool, load_file_modules, rebuild, run_batch
+        from ._backends import batches_in_flight, call_pool, load_file_modules, rebuild, run_batch
         from ._determinism import without_local_constants
 
         load_file_modules(modules)
@@ -81,8 +81,9 @@ def main() -> None:
 
     from concurrent.futures import ThreadPoolExecutor
 
-    # The caller keeps at most `concurrency` batches in flight here; each runs in a thread of its own.
-    with without_local_constants(), ThreadPoolExecutor(concurrency, thread_name_prefix="ragmorph-batch") as pool:
+    # The caller keeps at most `batches_in_flight(concurrency)` batches in flight here, each in a thread of its own.
+    width = batches_in_flight(concurrency)
+    with without_local_constants(), ThreadPoolExecutor(width, thread_name_prefix="ragmorph-batch") as pool:
         while True:
             message = pickle.load(requests)
             if message is None:
@@ -91,12 +92,16 @@ def main() -> None:
 
 
 class WorkerPool:
-    """`size` worker processes, each fed up to `concurrency` batches at a time by one thread; `run` yields
-    (index, results) as they finish."""
+    """`size` worker processes, each fed up to `batches_in_flight(concurrency)` batches at a time by one thread (at
+    first an even share of the run, so no worker starts with most of it); `run` yields (index, results) as they
+    finish."""
 
     def __init__(self, size: int, *, corpora: Any, modules: Sequence[tuple[str, str]], concurrency: int = 1) -> None:
+        from ._backends import batches_in_flight
+
         self.size = size
-        self.concurrency = concurrency
+        self.width = batches_in_flight(concurrency)
+        self._first = self.width  # batches each worker is sent at first (set per run)
         self._setup = pickle.dumps(
             ([p for p in sys.path if p], tuple(modules), pickle.dumps(corpora, protocol=_PROTOCOL), concurrency),
             protocol=_PROTOCOL,
@@ -127,7 +132,7 @@ class WorkerPool:
                 process.wait()
 
     def _serve(self, process: subprocess.Popen[bytes], todo: queue.Queue, done: queue.Queue, fail_fast: bool) -> None:
-        """One worker's feeder: wait for its ready message, then keep up to `concurrency` batches in flight."""
+        """One worker's feeder: wait for its ready message, send its first share, then keep that many in flight."""
         requests, replies = cast(BinaryIO, process.stdin), cast(BinaryIO, process.stdout)
         labels: dict[int, str] = {}
 
@@ -147,7 +152,7 @@ class WorkerPool:
             if not ready[1]:
                 done.put((None, False, ready[2]))
                 return
-            for _ in range(self.concurrency):
+            for _ in range(self._first):
                 send_next()
             while labels:
                 reply = pickle.load(replies)
@@ -171,6 +176,9 @@ class WorkerPool:
             label = f"running retriever {first['retriever'].name!r} on case {first['case'].id!r}"
             todo.put((number, pickle.dumps(shipped, protocol=_PROTOCOL), label))
         done: queue.Queue = queue.Queue()
+        # An even share first: feeders start in whatever order their workers come up, and a worker that took the
+        # whole width of a small run would do its CPU work alone while the others idle.
+        self._first = min(self.width, -(-len(batches) // max(1, len(self._processes))))
         for process in self._processes:
             threading.Thread(target=self._serve, args=(process, todo, done, fail_fast), daemon=True).start()
         for _ in range(len(batches)):
