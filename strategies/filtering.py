@@ -31,6 +31,7 @@ __all__ = [
     "RELATIONS",
     "ApplyFilters",
     "admitted_only",
+    "follow_admitted_only",
     "admitted_prefix",
     "filter_choices",
     "filtered_equals_admitted",
@@ -267,7 +268,8 @@ def full_k_relation(
     )
 
 
-def _admitted_only(base: Observation, follow: Observation) -> Verdict:
+def follow_admitted_only(base: Observation, follow: Observation) -> Verdict:
+    """`admitted_only` as a relation check: every hit of the follow-up call passes its filters."""
     return admitted_only(follow)
 
 
@@ -294,7 +296,7 @@ RELATIONS = (
         target="ranking@k",
         direction=Direction.NEVER,
         severity=Severity.HARD,
-        check=_admitted_only,
+        check=follow_admitted_only,
         judges_filtering=True,
         judges_admission=True,
         assumptions=(
