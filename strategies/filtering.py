@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 import attrs
 from hypothesis import strategies as st
 
+from ragmorph.adapters import FILTER_KINDS
 from ragmorph.model import Corpus, Filters, Hit, Ranking, World
 from ragmorph.relations import Concern, Direction, Observation, Relation, Severity, Verdict, compare_up_to_ties
 
@@ -30,6 +31,7 @@ __all__ = [
     "RELATIONS",
     "ApplyFilters",
     "admitted_only",
+    "follow_admitted_only",
     "admitted_prefix",
     "filter_choices",
     "filtered_equals_admitted",
@@ -242,8 +244,16 @@ def shown_visible(reference: Observation, follow: Observation) -> tuple[Observat
     return Observation(follow.world, Ranking(visible)), follow
 
 
-def full_k_relation(family: str, *, source: str, applies_to: tuple[str, ...], assumptions: tuple[str, ...] = ()) -> Relation:
-    """The `<family>.full_k` relation: one definition of under-return (`full_k`), judged in `family`'s plans."""
+def full_k_relation(
+    family: str,
+    *,
+    source: str,
+    applies_to: tuple[str, ...],
+    assumptions: tuple[str, ...] = (),
+    filter_kinds: tuple[str, ...] = FILTER_KINDS,
+) -> Relation:
+    """The `<family>.full_k` relation: one definition of under-return (`full_k`), judged in `family`'s plans on
+    calls carrying the filter `filter_kinds`."""
     check: Callable[[Observation, Observation], Verdict] = functools.partial(full_k, source=source)
     return Relation(
         name=f"{family}.full_k",
@@ -256,6 +266,7 @@ def full_k_relation(family: str, *, source: str, applies_to: tuple[str, ...], as
         check=check,
         shown=shown_visible,
         judges_filtering=True,
+        filter_kinds=filter_kinds,
         applies_to=applies_to,
         assumptions=(
             "DESIGN section 3: returning fewer hits than min(k, visible matching chunks) is a contract breach for "
@@ -265,7 +276,8 @@ def full_k_relation(family: str, *, source: str, applies_to: tuple[str, ...], as
     )
 
 
-def _admitted_only(base: Observation, follow: Observation) -> Verdict:
+def follow_admitted_only(base: Observation, follow: Observation) -> Verdict:
+    """`admitted_only` as a relation check: every hit of the follow-up call passes its filters."""
     return admitted_only(follow)
 
 
@@ -292,7 +304,7 @@ RELATIONS = (
         target="ranking@k",
         direction=Direction.NEVER,
         severity=Severity.HARD,
-        check=_admitted_only,
+        check=follow_admitted_only,
         judges_filtering=True,
         judges_admission=True,
         assumptions=(

@@ -23,7 +23,7 @@ from ragmorph.model import Corpus, Filters, World
 from ragmorph.relations import Direction, Observation, Relation, Severity, Verdict, compare_up_to_ties
 
 from ._core import CorpusMemo, Family, PerturbationBase, default_filters, ks_strategy, query_tokens, vocabulary
-from .filtering import admitted_only
+from .filtering import follow_admitted_only
 from .query import query_words
 
 __all__ = ["FAMILY", "KINDS", "RELATIONS", "UNICODE_KINDS", "OddQuery", "nfkc_words", "odd_queries"]
@@ -132,10 +132,6 @@ def nfkc_words(query: str) -> tuple[str, ...]:
     return query_words(unicodedata.normalize("NFKC", query).casefold())
 
 
-def _admitted_only(base: Observation, follow: Observation) -> Verdict:
-    return admitted_only(follow)
-
-
 def _unrelated_unmatched(base: Observation, follow: Observation) -> Verdict:
     hits = follow.ranking.hits
     if any(not hit.has_finite_score for hit in hits):
@@ -168,7 +164,7 @@ RELATIONS = (
         target="ranking@k",
         direction=Direction.NEVER,
         severity=Severity.HARD,
-        check=_admitted_only,
+        check=follow_admitted_only,
         judges_filtering=True,
         judges_admission=True,
         applies_to=tuple(f"OddQuery:{kind}" for kind in KINDS),
