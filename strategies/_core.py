@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
+import re
 import threading
 import weakref
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any, ClassVar, TypeVar
 
 import attrs
@@ -34,6 +35,7 @@ __all__ = [
     "ks_strategy",
     "matching_ids",
     "query_tokens",
+    "shared_tokens",
     "shares_word",
     "vocabulary",
 ]
@@ -166,13 +168,37 @@ def fresh_id(corpus: Corpus, stem: str, taken: set[str] | None = None) -> str:
     return candidate
 
 
-# Families scan every chunk's tokens when they draw (depth, state, lifecycle, odd queries): one tokenisation per
-# text serves them all. Sized past a 100k-chunk corpus plus the queries and drawn texts, so a scan never evicts
-# itself; thread-safe (--concurrency).
-@functools.lru_cache(maxsize=1 << 18)
+# Relations tokenise the texts of returned hits and changed chunks, over and over; scans of a whole corpus do not
+# come through here (`shared_tokens`, odd_query's unrelated words): a cache holding every chunk's tokens cost 3 MB
+# per 1,000 chunks. Thread-safe (--concurrency).
+@functools.lru_cache(maxsize=1 << 12)
 def query_tokens(text: str) -> tuple[str, ...]:
     """Casefolded word tokens, the way a word-level lexical retriever sees text (the built-in tokenizer)."""
     return tuple(default_tokenize(text))
+
+
+_WORD_CHARACTER = re.compile(r"\w")
+
+
+def shared_tokens(tokens: Iterable[str]) -> Callable[[str], int]:
+    """A counter of how many of `tokens` a text holds as tokens: `len(set(tokens) & set(query_tokens(text)))`,
+    without tokenising the text (a substring test per token, then a check that the match is a whole token)."""
+    patterns = [(token, re.compile(re.escape(token) + r"(?!\w)")) for token in dict.fromkeys(tokens)]
+
+    def count(text: str) -> int:
+        folded, found = text.casefold(), 0
+        for token, pattern in patterns:
+            if token in folded:
+                # A token is a whole run of word characters: the match ends a run, so it must also start one.
+                # Matches of one literal that end runs never overlap, so finditer sees every run ending in it.
+                for match in pattern.finditer(folded):
+                    start = match.start()
+                    if start == 0 or not _WORD_CHARACTER.match(folded, start - 1):
+                        found += 1
+                        break
+        return found
+
+    return count
 
 
 def matching_ids(world: World, *, exclude: Sequence[str] = ()) -> list[str]:
@@ -184,8 +210,8 @@ def matching_ids(world: World, *, exclude: Sequence[str] = ()) -> list[str]:
 
 def _matching(corpus: Corpus, query: str) -> tuple[str, ...]:
     # Depth, state and lifecycle each ask for the same corpus and query: one scan (the memo) serves all three.
-    wanted = frozenset(query_tokens(query))
-    rows = [(-len(wanted.intersection(query_tokens(c.text))), n, c.id) for n, c in enumerate(corpus.chunks)]
+    count = shared_tokens(query_tokens(query))
+    rows = [(-count(c.text), n, c.id) for n, c in enumerate(corpus.chunks)]
     rows.sort()  # most shared first, ties by position (positions are distinct: ids never compared)
     return tuple(chunk_id for unshared, _, chunk_id in rows if unshared)
 

@@ -218,10 +218,13 @@ def _padded_below_original(base: Observation, follow: Observation) -> Verdict:
     if any(not h.has_finite_score for h in hits):
         return Verdict.not_applicable("the retriever returned no scores, so ties cannot be told apart")
     rank = {h.id: position for position, h in enumerate(hits)}
+    corpus = follow.world.corpus
     for copy in copies:
         original = str(copy.metadata["copy_of"])
         if copy.id not in rank:
             continue
+        if original in corpus and corpus.is_stale(corpus[original]):
+            continue  # a superseded original: a retriever may rank current text first, or drop stale chunks
         mine = hits[rank[copy.id]]
         if original in rank:
             theirs = hits[rank[original]]
@@ -296,6 +299,7 @@ RELATIONS = (
         applies_to=("InjectDistractors:lookalike",),
         assumptions=("the case is asked with its tenant filter",),
         judges_filtering=True,
+        filter_kinds=("tenant",),
         judges_admission=True,
     ),
     Relation(

@@ -20,16 +20,18 @@ from typing import Any, ClassVar
 import attrs
 from hypothesis import strategies as st
 
-from ragmorph.model import Filters, Hit, Ranking, World
+from ragmorph.adapters import FILTER_KINDS
+from ragmorph.model import Corpus, Filters, Hit, Ranking, World
 from ragmorph.relations import Concern, Direction, Observation, Relation, Severity, Verdict, compare_up_to_ties
 
-from ._core import Family, PerturbationBase, ks_strategy, query_tokens
+from ._core import CorpusMemo, Family, PerturbationBase, ks_strategy, query_tokens
 
 __all__ = [
     "FAMILY",
     "RELATIONS",
     "ApplyFilters",
     "admitted_only",
+    "follow_admitted_only",
     "admitted_prefix",
     "filter_choices",
     "filtered_equals_admitted",
@@ -75,6 +77,15 @@ def _pair_key(pair: tuple[str, Any]) -> tuple[str, str, str]:
     return pair[0], type(pair[1]).__name__, repr(pair[1])
 
 
+_METADATA = CorpusMemo(8)
+
+
+def _metadata_counts(corpus: Corpus) -> tuple[Counter[tuple[str, Any]], list[tuple[str, Any]]]:
+    """How many chunks hold each scalar metadata pair, and the pairs most common first; every case of a corpus asks."""
+    counts: Counter[tuple[str, Any]] = Counter(pair for chunk in corpus for pair in _scalar_items(chunk.metadata))
+    return counts, sorted(counts, key=lambda pair: (-counts[pair], _pair_key(pair)))
+
+
 def filter_choices(world: World) -> list[Filters]:
     """The filters drawn for `world`, simplest first: current_only, metadata equality (gold chunks' values
     first), and the case's tenant combined with each.
@@ -85,9 +96,8 @@ def filter_choices(world: World) -> list[Filters]:
     """
     corpus, case = world.corpus, world.case
     gold = [corpus[i] for i in case.gold_ids if i in corpus]
-    counts: Counter[tuple[str, Any]] = Counter(pair for chunk in corpus for pair in _scalar_items(chunk.metadata))
+    counts, common = _METADATA.get((corpus,), None, lambda: _metadata_counts(corpus))
     preferred = [pair for chunk in gold for pair in _scalar_items(chunk.metadata)]
-    common = sorted(counts, key=lambda pair: (-counts[pair], _pair_key(pair)))
     pairs = list(dict.fromkeys(preferred + common))[:_METADATA_CHOICES]
     choices = [Filters(current_only=True)] + [Filters(metadata={key: value}) for key, value in pairs]
     if gold and len(gold[0].metadata) >= 2:
@@ -234,8 +244,16 @@ def shown_visible(reference: Observation, follow: Observation) -> tuple[Observat
     return Observation(follow.world, Ranking(visible)), follow
 
 
-def full_k_relation(family: str, *, source: str, applies_to: tuple[str, ...], assumptions: tuple[str, ...] = ()) -> Relation:
-    """The `<family>.full_k` relation: one definition of under-return (`full_k`), judged in `family`'s plans."""
+def full_k_relation(
+    family: str,
+    *,
+    source: str,
+    applies_to: tuple[str, ...],
+    assumptions: tuple[str, ...] = (),
+    filter_kinds: tuple[str, ...] = FILTER_KINDS,
+) -> Relation:
+    """The `<family>.full_k` relation: one definition of under-return (`full_k`), judged in `family`'s plans on
+    calls carrying the filter `filter_kinds`."""
     check: Callable[[Observation, Observation], Verdict] = functools.partial(full_k, source=source)
     return Relation(
         name=f"{family}.full_k",
@@ -248,6 +266,7 @@ def full_k_relation(family: str, *, source: str, applies_to: tuple[str, ...], as
         check=check,
         shown=shown_visible,
         judges_filtering=True,
+        filter_kinds=filter_kinds,
         applies_to=applies_to,
         assumptions=(
             "DESIGN section 3: returning fewer hits than min(k, visible matching chunks) is a contract breach for "
@@ -257,7 +276,8 @@ def full_k_relation(family: str, *, source: str, applies_to: tuple[str, ...], as
     )
 
 
-def _admitted_only(base: Observation, follow: Observation) -> Verdict:
+def follow_admitted_only(base: Observation, follow: Observation) -> Verdict:
+    """`admitted_only` as a relation check: every hit of the follow-up call passes its filters."""
     return admitted_only(follow)
 
 
@@ -284,7 +304,7 @@ RELATIONS = (
         target="ranking@k",
         direction=Direction.NEVER,
         severity=Severity.HARD,
-        check=_admitted_only,
+        check=follow_admitted_only,
         judges_filtering=True,
         judges_admission=True,
         assumptions=(

@@ -18,11 +18,12 @@ from typing import ClassVar
 import attrs
 from hypothesis import strategies as st
 
+from ragmorph.adapters import default_tokenize
 from ragmorph.model import Corpus, Filters, World
 from ragmorph.relations import Direction, Observation, Relation, Severity, Verdict, compare_up_to_ties
 
 from ._core import CorpusMemo, Family, PerturbationBase, default_filters, ks_strategy, query_tokens, vocabulary
-from .filtering import admitted_only
+from .filtering import follow_admitted_only
 from .query import query_words
 
 __all__ = ["FAMILY", "KINDS", "RELATIONS", "UNICODE_KINDS", "OddQuery", "nfkc_words", "odd_queries"]
@@ -98,7 +99,8 @@ def _unrelated_words(corpus: Corpus) -> list[str]:
     tokens = frozenset(token for word in filler for token in query_tokens(word))
     held: set[str] = set()
     for chunk in corpus.chunks:
-        held.update(tokens.intersection(query_tokens(chunk.text)))  # only filler tokens matter here
+        # Only filler tokens matter; not through query_tokens, whose cache is not meant to hold a corpus.
+        held.update(tokens.intersection(default_tokenize(chunk.text)))
     return [word for word in filler if not held.intersection(query_tokens(word))][:200]
 
 
@@ -128,10 +130,6 @@ def nfkc_words(query: str) -> tuple[str, ...]:
     """The words a `unicode_normalising` retriever promises to depend on: `query_words` of the NFKC-normalised,
     casefolded query."""
     return query_words(unicodedata.normalize("NFKC", query).casefold())
-
-
-def _admitted_only(base: Observation, follow: Observation) -> Verdict:
-    return admitted_only(follow)
 
 
 def _unrelated_unmatched(base: Observation, follow: Observation) -> Verdict:
@@ -166,7 +164,7 @@ RELATIONS = (
         target="ranking@k",
         direction=Direction.NEVER,
         severity=Severity.HARD,
-        check=_admitted_only,
+        check=follow_admitted_only,
         judges_filtering=True,
         judges_admission=True,
         applies_to=tuple(f"OddQuery:{kind}" for kind in KINDS),

@@ -194,6 +194,7 @@ _FULL_K = full_k_relation(
         "the filter does not change whether an admitted chunk matches the query (one scored list)",
         "opt-in (`--profile scale`): builds two indexes of thousands of chunks per example",
     ),
+    filter_kinds=("tenant", "metadata"),
 )
 RELATIONS = (attrs.evolve(_FULL_K, check=_under_a_selective_filter(_FULL_K.check)),)
 

@@ -124,6 +124,7 @@ RELATIONS = (
         severity=Severity.HARD,
         concern=Concern.TENANT_LEAK,
         judges_filtering=True,
+        filter_kinds=("tenant",),
         judges_admission=True,
         check=_unauthorized_zero,
         applies_to=("ApplyTenantFilter",),
@@ -139,6 +140,7 @@ RELATIONS = (
         severity=Severity.HARD,
         concern=Concern.TENANT_LEAK,
         judges_filtering=True,
+        filter_kinds=("tenant",),
         check=_filtered_equals_visible,
         applies_to=("ApplyTenantFilter",),
         assumptions=(
@@ -156,6 +158,7 @@ RELATIONS = (
         severity=Severity.HARD,
         concern=Concern.TENANT_LEAK,
         judges_filtering=True,
+        filter_kinds=("tenant",),
         judges_admission=True,
         check=_no_cross_tenant,
         applies_to=("AskAsOtherTenant",),
@@ -165,6 +168,7 @@ RELATIONS = (
         source=f"the retriever's own unfiltered ranking (asked at least {_MIN_DEPTH} deep)",
         applies_to=("ApplyTenantFilter",),
         assumptions=("the tenant filter does not change whether a visible chunk matches the query (one scored list)",),
+        filter_kinds=("tenant",),
     ),
 )
 

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import attrs
 
 from .errors import ContractRule, UsageError
+from .adapters import FILTER_KINDS
 from .model import Hit, Ranking, World
 
 __all__ = [
@@ -246,6 +247,9 @@ class Relation:
     # not the search among them: where ragmorph computes the admitted set for a library without metadata
     # (`Capabilities.filtered_by == "selector"`, FAISS's id selector), they are not_applicable too.
     judges_admission: bool = attrs.field(default=False)
+    # The kinds of filter (`FILTER_KINDS`) whose application the relation judges: where ragmorph applies only
+    # other kinds (a stage dropping stale chunks), the relation still judges the library's own filter.
+    filter_kinds: tuple[str, ...] = attrs.field(default=FILTER_KINDS, converter=tuple)
     # What a break puts at risk (a tenant leak, a contract breach, other): triage orders violation groups by it.
     concern: Concern = Concern.HARD
     # True when the relation presumes exact nearest-neighbour search: for a retriever declaring the trait
@@ -266,6 +270,11 @@ class Relation:
         if value and not self.judges_filtering:
             raise UsageError(f"expected judges_admission=True only with judges_filtering=True, got it alone on {self.name!r}")
 
+    @filter_kinds.validator
+    def _known_kinds(self, _attribute: Any, value: tuple[str, ...]) -> None:
+        if not value or not set(value) <= set(FILTER_KINDS):
+            raise UsageError(f"expected filter_kinds among {list(FILTER_KINDS)}, got {value!r} on {self.name!r}")
+
     registry_fields: ClassVar[tuple[str, ...]] = (
         "name",
         "family",
@@ -278,6 +287,7 @@ class Relation:
         "requires",
         "judges_filtering",
         "judges_admission",
+        "filter_kinds",
         "concern",
         "exact_search",
     )

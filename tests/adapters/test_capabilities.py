@@ -22,7 +22,7 @@ class Declared:
 
 def test_undeclared_retrievers_filter_themselves() -> None:
     capabilities = describe_capabilities(BM25Retriever)
-    assert capabilities.filtered_by == "retriever" and capabilities.filtering_not_judged is None
+    assert capabilities.filtered_by == "retriever" and capabilities.filtering_not_judged() is None
     assert describe_capabilities(BM25Retriever(CORPUS)).filtered_by == "retriever"
 
 
@@ -44,7 +44,7 @@ def test_tenant_filter_is_ragmorphs_own_filter() -> None:
     stage = TenantFilter(BM25Retriever(CORPUS))
     capabilities = describe_capabilities(stage)
     assert capabilities.filtered_by == "ragmorph"
-    assert capabilities.filtering_not_judged == "filtering is done by ragmorph, not by the retriever"
+    assert capabilities.filtering_not_judged() == "filtering is done by ragmorph, not by the retriever"
     assert capabilities.to_dict()["filtered_by"] == "ragmorph"
 
 

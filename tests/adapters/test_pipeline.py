@@ -229,17 +229,40 @@ def test_a_freshness_filter_declares_that_ragmorph_filters_so_supersede_relation
     from ragmorph.runner import check
     from ragmorph.strategies import CATALOG
 
-    assert describe_capabilities(FreshnessFilter(BM25Retriever(CORPUS))).filtered_by == "ragmorph"
-    assert describe_capabilities(Reranker(FreshnessFilter(BM25Retriever(CORPUS)), len)).filtered_by == "ragmorph"
-    judging = {r.name for r in CATALOG if r.judges_filtering}
+    # Only the current_only filter is ragmorph's: the tenant and metadata filters stay the library's.
+    expected = {"tenant": "retriever", "current_only": "ragmorph", "metadata": "retriever"}
+    for stage in (FreshnessFilter(BM25Retriever(CORPUS)), Reranker(FreshnessFilter(BM25Retriever(CORPUS)), len)):
+        assert dict(describe_capabilities(stage).filtered_by_kind) == expected
+    assert describe_capabilities(TenantFilter(FreshnessFilter(BM25Retriever(CORPUS)))).filtered_by == "ragmorph"
+    judging = {r.name for r in CATALOG if r.judges_filtering and "current_only" in r.filter_kinds}
     assert "supersede.stale_zero" in judging
     cases = [Case(id="c1", query="leave policy acme", tenant="acme", evidence=[["a2"]])]
     report = check({"fresh": Pipeline([_StaleLeakingBM25, FreshnessFilter()])}, CORPUS, cases,
                    strategies=["supersede"], max_examples=5)
     rows = [r for r in report.results if r.relation in judging]
     assert rows and {(r.status, r.reason) for r in rows} == {
-        ("not_applicable", "filtering is done by ragmorph, not by the retriever")
+        ("not_applicable", "the current_only filter is applied by ragmorph, not by the retriever")
     }
+
+
+class _TenantLeakingBM25(BM25Retriever):
+    """A BM25 that ignores the tenant filter (a library bug a FreshnessFilter stage does nothing about)."""
+
+    def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> list:
+        plain = None if filters is None else Filters(current_only=filters.current_only, metadata=filters.metadata)
+        return super().retrieve(query, k=k, filters=plain)
+
+
+@pytest.mark.parametrize(("first", "leaks"), [(BM25Retriever, False), (_TenantLeakingBM25, True)])
+def test_behind_a_freshness_filter_the_librarys_tenant_filter_is_still_judged(first: type, leaks: bool) -> None:
+    from ragmorph.adapters import Pipeline
+    from ragmorph.runner import check
+
+    cases = [Case(id="c1", query="leave policy acme", tenant="acme", evidence=[["a2"]])]
+    report = check({"fresh": Pipeline([first, FreshnessFilter()])}, CORPUS, cases, strategies=["tenancy"], max_examples=10)
+    statuses = {r.relation: r.status for r in report.results}
+    assert "not_applicable" not in statuses.values(), {r.relation: r.reason for r in report.results}
+    assert (statuses["tenancy.no_cross_tenant"] == "fail") is leaks and ("fail" in statuses.values()) is leaks
 
 
 def test_a_text_dedup_declares_that_ragmorph_filters_so_a_correct_pipeline_raises_no_false_alarm() -> None:

@@ -186,7 +186,7 @@ def test_where_ragmorph_computes_the_admitted_set_only_the_relations_judging_it_
     from ragmorph.adapters import Capabilities
     from ragmorph.strategies import CATALOG
 
-    reason = Capabilities(False, False, False, False, filtered_by="selector").admission_not_judged
+    reason = Capabilities(False, False, False, False, filtered_by_kind="selector").admission_not_judged()
     assert reason is not None and reason.startswith("the admitted set is computed by ragmorph")
     admission = {r.name for r in CATALOG if r.judges_admission}
     search = {r.name for r in CATALOG if r.judges_filtering and not r.judges_admission}

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragmorph.adapters import BM25Retriever, ContextPacker, DenseRetriever, Pipeline
+from ragmorph.adapters import BM25Retriever, ContextPacker, DenseRetriever, FreshnessFilter, Pipeline
 from ragmorph.runner import check
 from quality.zoo2.plain import PlainBM25, PlainBM25IgnoresReadd, PlainBM25TiesByIdDesc, PlainNFKCBM25
 from support.generators import worlds
@@ -20,7 +20,8 @@ _NESTED = [h for h in HealthCheck if h.name in {"nested_given", "too_slow", "dat
 # index and edit it with add/remove/update/index deltas, break score ties another way (by descending id), and
 # implement every filter themselves; one normalises Unicode (NFKC) in chunks and queries alike; one ignores an add
 # of an id it holds (Chroma's way) where the others upsert or, the built-ins, refuse it. The packed pipeline ends
-# its lists at a token budget, so a list shorter than k is not exhausted there (it declares so).
+# its lists at a token budget, so a list shorter than k is not exhausted there (it declares so). The fresh one drops
+# stale chunks in ragmorph's FreshnessFilter stage: its tenant and metadata filtering is still judged.
 CORRECT = {
     "bm25": BM25Retriever,
     "dense": DenseRetriever,
@@ -30,6 +31,7 @@ CORRECT = {
     "plain_nfkc": PlainNFKCBM25,
     "plain_ignores_readd": PlainBM25IgnoresReadd,
     "packed_bm25": Pipeline([BM25Retriever, ContextPacker(token_budget=12)]),
+    "fresh_bm25": Pipeline([BM25Retriever, FreshnessFilter()]),
 }
 # The lexical trait is what the hard distractor, depth and growth relations presume, normalising what the hard
 # query relation presumes, unicode_normalising what the hard Unicode query relation presumes. The BM25s keep
@@ -45,6 +47,7 @@ TRAITS = {
     "plain_nfkc": ["lexical", "unicode_normalising", "exact_deltas"],
     "plain_ignores_readd": ["lexical", "normalising", "exact_deltas"],
     "packed_bm25": ["lexical", "normalising"],
+    "fresh_bm25": ["lexical", "normalising"],
 }
 
 

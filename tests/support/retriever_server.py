@@ -9,7 +9,9 @@ It serves a ragmorph retriever (e.g. the built-in BM25Retriever) as JSON, plus m
   request's Authorization header (as careless services do); ``POST /malformed`` is 200 with broken JSON;
   ``POST /missing-id`` returns a hit without an id; ``POST /leaky`` ignores the filters.
 
-Every request's path, headers and JSON body are kept in `requests` for assertions.
+Every request's path, headers and JSON body are kept in `requests` for assertions. `latency` seconds are spent
+on every /search request, as a service's model and network time; `max_in_flight` is the most requests the server
+was answering at once.
 """
 
 from __future__ import annotations
@@ -37,10 +39,13 @@ def _filters(raw: Any) -> Filters | None:
 class RetrieverServer:
     """Serve `retriever` over HTTP until `close()` (also a context manager)."""
 
-    def __init__(self, retriever: Any, *, slow_seconds: float = 2.0) -> None:
+    def __init__(self, retriever: Any, *, slow_seconds: float = 2.0, latency: float = 0.0) -> None:
         self.retriever = retriever
         self.slow_seconds = slow_seconds
+        self.latency = latency
         self.requests: list[dict[str, Any]] = []
+        self.in_flight = self.max_in_flight = 0
+        self._counting = threading.Lock()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -75,7 +80,16 @@ class RetrieverServer:
                 path = urllib.parse.urlsplit(self.path).path
                 server.requests.append({"path": path, "headers": dict(self.headers), "json": payload})
                 if path == "/search":
-                    self._send(200, json.dumps({"hits": self._answer(payload)}).encode())
+                    with server._counting:
+                        server.in_flight += 1
+                        server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                    try:
+                        time.sleep(server.latency)
+                        body = json.dumps({"hits": self._answer(payload)}).encode()
+                    finally:
+                        with server._counting:
+                            server.in_flight -= 1
+                    self._send(200, body)
                 elif path == "/nested":
                     results = [{"doc": {"chunk_id": h["id"]}, "relevance": h["score"]} for h in self._answer(payload)]
                     self._send(200, json.dumps({"data": {"results": results}}).encode())

@@ -19,6 +19,7 @@ from ._protocol import (
 from ._text import default_tokenize
 from .bm25 import BM25Retriever, BM25sRetriever
 from .capabilities import (
+    FILTER_KINDS,
     PERTURBATION_KINDS,
     Capabilities,
     describe_capabilities,
@@ -36,6 +37,7 @@ from .pipeline import ContextPacker, Dedup, FreshnessFilter, Pipeline, Reranker,
 from .validation import RagmorphWarning, ScoreOrderWarning, validate_hits
 
 __all__ = [
+    "FILTER_KINDS",
     "PERTURBATION_KINDS",
     "AsyncRetriever",
     "BM25Retriever",

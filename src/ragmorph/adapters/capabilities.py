@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
@@ -13,6 +14,7 @@ from .function import positional_arity
 
 __all__ = [
     "FILTERED_BY",
+    "FILTER_KINDS",
     "PERTURBATION_KINDS",
     "Capabilities",
     "PerturbationKind",
@@ -39,6 +41,11 @@ FILTERED_BY: dict[str, str] = {
         "searches only among them (an id selector)"
     ),
 }
+
+# The kinds of filter a call carries (the fields of `Filters`). `ragmorph_filtered_by` may name who applies
+# each kind: `{"current_only": "ragmorph"}` for a stage that drops stale chunks itself while the library applies
+# the tenant and metadata filters; the kinds it leaves out are the retriever's.
+FILTER_KINDS: tuple[str, ...] = ("tenant", "current_only", "metadata")
 
 # What each kind of perturbation changes; strategies name the kind they need.
 PERTURBATION_KINDS: dict[str, str] = {
@@ -86,20 +93,49 @@ def _accepts_filters(obj: object) -> bool:
 def _declared(name: str, product: object, factory: object) -> Any:
     """The declaration `name` of the product, else of the factory; None when neither declares it."""
     declared = getattr(product, name, None)
-    return getattr(factory, name, None) if declared is None else declared
+    declared = getattr(factory, name, None) if declared is None else declared
+    # Read off a class, a declaration computed per instance (a stage's, from what it wraps) is not known yet.
+    return None if isinstance(declared, property) else declared
 
 
-def _filtered_by(product: object, factory: object) -> FilteredBy:
-    """The `ragmorph_filtered_by` declaration of the product (else the factory), `retriever` when undeclared."""
-    declared = _declared("ragmorph_filtered_by", product, factory)
+def filtered_by_kind(declared: Any, owner: object = None) -> dict[str, FilteredBy]:
+    """Who applies each filter kind under a `ragmorph_filtered_by` declaration: one value for every kind, or a
+    mapping of some kinds (the others: the retriever). A bad declaration is a UsageError naming `owner`."""
     if declared is None:
-        return "retriever"
-    if declared not in FILTERED_BY:
-        raise UsageError(
-            f"expected ragmorph_filtered_by to be one of {sorted(FILTERED_BY)}, got "
-            f"ragmorph_filtered_by={describe(declared)} on {display_name(product)}"
-        )
-    return declared  # type: ignore[no-any-return]
+        return dict.fromkeys(FILTER_KINDS, "retriever")
+    by_kind = declared if isinstance(declared, Mapping) else dict.fromkeys(FILTER_KINDS, declared)
+    for kind, value in by_kind.items():
+        if kind not in FILTER_KINDS or value not in FILTERED_BY:
+            raise UsageError(
+                f"expected ragmorph_filtered_by to be one of {sorted(FILTERED_BY)} or a mapping of filter kinds "
+                f"{list(FILTER_KINDS)} to them, got ragmorph_filtered_by={describe(declared)} on {display_name(owner)}"
+            )
+    return {kind: by_kind.get(kind, "retriever") for kind in FILTER_KINDS}
+
+
+def merged_filtered_by(declarations: Sequence[Any]) -> Any:
+    """The declaration of retrievers stacked innermost first: each kind is applied by the outermost stage that
+    declares it (a string declares every kind); a string when every kind agrees, None when none declares."""
+    merged: dict[str, Any] = {}
+    for declared in declarations:
+        if declared is not None:
+            merged.update(declared if isinstance(declared, Mapping) else dict.fromkeys(FILTER_KINDS, declared))
+    if not merged:
+        return None
+    if set(merged) == set(FILTER_KINDS) and len(set(merged.values())) == 1:
+        return merged[FILTER_KINDS[0]]
+    return merged
+
+
+def _by_kind(declared: Any, owner: object = None) -> tuple[tuple[str, FilteredBy], ...]:
+    if isinstance(declared, tuple) and all(isinstance(pair, tuple) for pair in declared):
+        declared = dict(declared)  # already converted
+    return tuple(filtered_by_kind(declared, owner).items())
+
+
+def _filtered_by(product: object, factory: object) -> tuple[tuple[str, FilteredBy], ...]:
+    """Who applies each filter kind, from the `ragmorph_filtered_by` declaration of the product (else the factory)."""
+    return _by_kind(_declared("ragmorph_filtered_by", product, factory), product)
 
 
 def _cuts_short(product: object, factory: object) -> str | None:
@@ -130,10 +166,11 @@ def _product_class(factory: object) -> type | None:
 class Capabilities:
     """What the runner may do with a retriever; `why_not(kind)` explains an inapplicable perturbation kind.
 
-    `filtered_by` says who applies the call's filters (see `FILTERED_BY`); when it is ``"ragmorph"``,
-    `filtering_not_judged` is the reason relations that judge filtering report instead of a verdict; when it is
-    ``"selector"``, `admission_not_judged` is the reason the relations judging which chunks a filter admits report
-    (the relations judging the restricted search, its under-return and ranking, still judge the library).
+    `filtered_by_kind` says who applies each kind of filter (see `FILTERED_BY`, `FILTER_KINDS`); where it is
+    ``"ragmorph"``, `filtering_not_judged(kinds)` is the reason relations that judge those kinds report instead of
+    a verdict; where it is ``"selector"``, `admission_not_judged(kinds)` is the reason the relations judging which
+    chunks a filter admits report (the relations judging the restricted search, its under-return and ranking,
+    still judge the library).
     """
 
     has_factory: bool
@@ -142,7 +179,8 @@ class Capabilities:
     supports_async: bool
     supports_filters: bool = True
     supports_rollback: bool = False
-    filtered_by: FilteredBy = "retriever"
+    # A declaration (one value, or a mapping of some kinds) is converted to (kind, who) for every kind.
+    filtered_by_kind: tuple[tuple[str, FilteredBy], ...] = attrs.field(default=None, converter=lambda d: _by_kind(d))
     # Optional protocol methods the runner uses when present: update(chunks) (same ids, new content),
     # index(corpus) on an existing instance, close() on instances the runner built.
     supports_update: bool = False
@@ -174,25 +212,38 @@ class Capabilities:
         return None
 
     @property
-    def filtering_not_judged(self) -> str | None:
-        """None when the retriever filters itself, else why relations judging its filtering do not apply."""
+    def filtered_by(self) -> FilteredBy | str:
+        """Who applies the filters: one of `FILTERED_BY` when every kind agrees, else ``"mixed"``."""
+        values = set(dict(self.filtered_by_kind).values())
+        return values.pop() if len(values) == 1 else "mixed"
+
+    def _kinds_by(self, who: str, kinds: Sequence[str]) -> list[str]:
+        return [kind for kind, by in self.filtered_by_kind if by == who and kind in kinds]
+
+    def filtering_not_judged(self, kinds: Sequence[str] = FILTER_KINDS) -> str | None:
+        """None when the retriever applies the filter `kinds` itself, else why relations judging them do not apply."""
+        ours = self._kinds_by("ragmorph", kinds)
+        if not ours:
+            return None
         if self.filtered_by == "ragmorph":
             return "filtering is done by ragmorph, not by the retriever"
-        return None
+        return f"the {' and '.join(ours)} filter is applied by ragmorph, not by the retriever"
 
-    @property
-    def admission_not_judged(self) -> str | None:
-        """None when the retriever decides which chunks a filter admits, else why relations judging that do not apply."""
-        if self.filtered_by == "selector":
+    def admission_not_judged(self, kinds: Sequence[str] = FILTER_KINDS) -> str | None:
+        """None when the retriever decides which chunks the filter `kinds` admit, else why relations judging that
+        do not apply."""
+        if self._kinds_by("selector", kinds):
             return (
                 "the admitted set is computed by ragmorph: the library stores no metadata, so ragmorph passes it the "
                 "admitted ids (an id selector) and only the search among them is the library's"
             )
-        return self.filtering_not_judged
+        return self.filtering_not_judged(kinds)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form, with the manifest `kind`."""
-        return {"kind": self.kind, **attrs.asdict(self)}
+        fields = attrs.asdict(self)
+        fields["filtered_by_kind"] = dict(self.filtered_by_kind)
+        return {"kind": self.kind, "filtered_by": self.filtered_by, **fields}
 
 
 def describe_capabilities(obj: object, *, built: object | None = None) -> Capabilities:
@@ -214,7 +265,7 @@ def describe_capabilities(obj: object, *, built: object | None = None) -> Capabi
     if product is None:
         return Capabilities(
             has_factory=has_factory, supports_delta=False, supports_batch=False, supports_async=False,
-            filtered_by=_filtered_by(obj, obj), cuts_short=_cuts_short(obj, obj),
+            filtered_by_kind=_filtered_by(obj, obj), cuts_short=_cuts_short(obj, obj),
         )
     return Capabilities(
         has_factory=has_factory,
@@ -224,7 +275,7 @@ def describe_capabilities(obj: object, *, built: object | None = None) -> Capabi
         supports_filters=_accepts_filters(product),
         supports_rollback=callable(getattr(product, "checkpoint", None))
         and callable(getattr(product, "rollback", None)),
-        filtered_by=_filtered_by(product, obj),
+        filtered_by_kind=_filtered_by(product, obj),
         supports_update=callable(getattr(product, "update", None)),
         supports_index=callable(getattr(product, "index", None)),
         supports_close=callable(getattr(product, "close", None)),

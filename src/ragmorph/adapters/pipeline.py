@@ -19,14 +19,14 @@ from typing import Any
 from ..errors import UsageError, describe
 from ..model import Chunk, Corpus, Filters, Hit
 from ._protocol import normalise_hits
-from .capabilities import describe_capabilities, display_name, is_retriever
+from .capabilities import describe_capabilities, display_name, is_retriever, merged_filtered_by
 
 __all__ = ["ContextPacker", "Dedup", "FreshnessFilter", "Pipeline", "Reranker", "TenantFilter", "whitespace_tokens"]
 
 _FORWARDED = frozenset({"add", "remove", "checkpoint", "rollback"})
-# Declarations that stay true of a pipeline whatever wraps the stage making them: who filters (a TenantFilter
-# inside a Reranker still filters for the retriever) and why a list may end before k (a packer inside a Dedup).
-_DECLARED_THROUGH = frozenset({"ragmorph_filtered_by", "ragmorph_cuts_short"})
+# A declaration that stays true of a pipeline whatever wraps the stage making it: why a list may end before k (a
+# packer inside a Dedup). Who filters is declared through too, kind by kind (`_Stage.ragmorph_filtered_by`).
+_DECLARED_THROUGH = frozenset({"ragmorph_cuts_short"})
 # Without a corpus to bound it, stop growing a fetch here.
 _MAX_FETCH = 1 << 16
 
@@ -77,6 +77,17 @@ class _Stage:
         if name in _DECLARED_THROUGH and inner is not None:
             return getattr(inner, name, None)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    # Which filter kinds this stage applies itself (a `ragmorph_filtered_by` value); None: it applies none.
+    _filters_itself: Any = None
+
+    @property
+    def ragmorph_filtered_by(self) -> Any:
+        """Who applies each filter kind through this stage: its own declaration over its inner retriever's (a
+        TenantFilter inside a Reranker still filters for the retriever; a FreshnessFilter over a library that
+        filters by tenant applies only `current_only` itself)."""
+        inner = self.__dict__.get("inner")
+        return merged_filtered_by([getattr(inner, "ragmorph_filtered_by", None), self._filters_itself])
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({display_name(self.inner) if self.inner is not None else ''})"
@@ -157,7 +168,7 @@ class TenantFilter(_Stage):
     supports_filters = True
     # ragmorph's own filter stands between the filters and the inner retriever's hits: relations that judge
     # filtering would judge this stage, not the inner retriever, so they report that they do not apply.
-    ragmorph_filtered_by = "ragmorph"
+    _filters_itself = "ragmorph"
 
     def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
         """Inner hits allowed by `filters`, best first."""
@@ -181,9 +192,14 @@ class TenantFilter(_Stage):
 class FreshnessFilter(_Stage):
     """Drops a chunk whose `superseded_by` successor is in the corpus (a stale chunk); over-fetches to keep k."""
 
-    # ragmorph's own drop of stale chunks stands between the inner retriever and what the relations judging
-    # filtering see (supersede.stale_zero would pass on this stage's code, not the retriever's): they do not apply.
-    ragmorph_filtered_by = "ragmorph"
+    # ragmorph's own drop of stale chunks stands between the inner retriever and what the relations judging the
+    # current_only filter see (supersede.stale_zero would pass on this stage's code, not the retriever's): they do
+    # not apply. The tenant and metadata filters still reach the inner retriever, whose filtering stays judged.
+    _filters_itself = {"current_only": "ragmorph"}
+    ragmorph_cuts_short = (
+        "FreshnessFilter drops every chunk whose successor is in the corpus, so a list shorter than k does not mean "
+        "that no other chunk matches the query"
+    )
 
     def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
         """Inner hits that are not stale, best first."""
@@ -236,7 +252,7 @@ class Dedup(_Stage):
             # Which of two equal texts survives depends on which chunks the call's filters admit (a filtered call
             # keeps the shared twin of an excluded chunk that an unfiltered call dropped), so relations comparing
             # filtered with unfiltered lists would judge this stage: they do not apply, as for TenantFilter.
-            self.ragmorph_filtered_by = "ragmorph"
+            self._filters_itself = "ragmorph"
 
     def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
         """Inner hits with the first occurrence of each id (and text) kept."""
@@ -359,8 +375,11 @@ class Pipeline:
                     f"expected an unbound stage such as TenantFilter() at position {number}, got {describe(stage)}"
                 )
         self.stages: tuple[Any, ...] = (first, *rest)
-        # What the built pipeline will declare through its stages (the outermost declaring stage wins, as when
-        # built), known before any build: who filters, why a list may end before k.
+        # What the built pipeline will declare through its stages, known before any build: who applies each
+        # filter kind (the outermost stage declaring it, as when built), why a list may end before k.
+        filtered_by = merged_filtered_by([getattr(stage, "ragmorph_filtered_by", None) for stage in self.stages])
+        if filtered_by is not None:
+            self.ragmorph_filtered_by = filtered_by
         for name in _DECLARED_THROUGH:
             declared = [value for stage in reversed(self.stages) if (value := getattr(stage, name, None)) is not None]
             if declared:

@@ -684,8 +684,8 @@ APPROXIMATE_REASON = (
 def _not_judged(relation: Relation, capabilities: Capabilities) -> str | None:
     """Why `relation` would judge ragmorph's own filtering (or its own admitted set) instead of the retriever's."""
     if relation.judges_admission:
-        return capabilities.admission_not_judged
-    return capabilities.filtering_not_judged if relation.judges_filtering else None
+        return capabilities.admission_not_judged(relation.filter_kinds)
+    return capabilities.filtering_not_judged(relation.filter_kinds) if relation.judges_filtering else None
 
 
 def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, rows: Any) -> tuple[Result, ...]:
