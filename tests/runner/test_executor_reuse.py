@@ -128,3 +128,17 @@ def test_a_stateful_violation_that_needs_an_earlier_units_calls_still_reproduces
         assert "cannot rebuild" not in (violation.minimal_reason or "")
         assert len(violation.minimal_corpus) < len(WORLD.corpus)
         assert replay(violation.replay, factory).reproduced
+
+
+def test_a_call_served_again_from_the_cache_names_its_own_step_after_a_handed_on_history() -> None:
+    cache = CallCache(reuse=True)
+    first = _executor(cache)
+    first.observe_base(_world())
+    first.observe_base(_world(k=1))
+    first.close()
+    second = _executor(cache)
+    pair = Plan.pair(_world(k=5), _world(k=5), instance=Instance.SAME)
+    second.run(pair)
+    again = second.run(pair)  # answered from the cache: its sources are the steps that made those calls
+    assert not isinstance(again, str)
+    assert [second.steps[n].params.k for n in again.sources if n is not None] == [5, 5]
