@@ -272,6 +272,13 @@ def vocabulary() -> Vocabulary:
 
 
 
+def ruled_out(precondition: Callable[[World, World], str | None], base: Observation, follow: Observation) -> Verdict | None:
+    """The not_applicable verdict when `precondition` (a `Relation.precondition`) rules the observed pair out, else
+    None: relation checks start with it, so the check and the runner's before-the-call test give one answer."""
+    why = precondition(base.world, follow.world)
+    return None if why is None else Verdict.not_applicable(why)
+
+
 def check_never(
     ids: set[str], follow: Observation, what: str
 ) -> Verdict:

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from ragmorph.model import Chunk, World
 from ragmorph.relations import Concern, Direction, Observation, Relation, Severity, Verdict, scores_tied
 
-from ._core import Family, PerturbationBase, chunk_of, corpus_diff, fresh_id, ks_strategy, vocabulary
+from ._core import Family, PerturbationBase, chunk_of, corpus_diff, fresh_id, ks_strategy, ruled_out, vocabulary
 
 __all__ = ["FAMILY", "KINDS", "RELATIONS", "InjectDistractors", "distractor_injections"]
 
@@ -142,11 +142,23 @@ def _injected(base: Observation, follow: Observation) -> frozenset[str]:
     return corpus_diff(base.world.corpus, follow.world.corpus)[0]
 
 
+def _has_gold(base: World, follow: World) -> str | None:
+    return None if base.case.gold_ids else "the case has no gold chunks"
+
+
+def _tenant_filtered(base: World, follow: World) -> str | None:
+    return None if follow.params.filters.tenant is not None else "the call has no tenant filter"
+
+
+def _has_evidence(base: World, follow: World) -> str | None:
+    return None if base.case.evidence else "the case has no evidence groups"
+
+
 def _below_gold(base: Observation, follow: Observation, *, lexical: bool) -> Verdict:
+    if (unjudged := ruled_out(_has_gold, base, follow)) is not None:
+        return unjudged
     injected = _injected(base, follow)
     gold = set(base.world.case.gold_ids)
-    if not gold:
-        return Verdict.not_applicable("the case has no gold chunks")
     hits = follow.ranking.hits
     if lexical and any(not h.has_finite_score for h in hits):
         return Verdict.not_applicable("the retriever returned no scores, so a zero-scoring gold chunk cannot be told apart")
@@ -186,9 +198,9 @@ def _unrelated_rate(base: Observation, follow: Observation) -> Verdict:
 
 
 def _lookalike_unauthorized(base: Observation, follow: Observation) -> Verdict:
+    if (unjudged := ruled_out(_tenant_filtered, base, follow)) is not None:
+        return unjudged
     tenant = follow.world.params.filters.tenant
-    if tenant is None:
-        return Verdict.not_applicable("the call has no tenant filter")
     for rank, hit in enumerate(follow.ranking.hits, start=1):
         chunk = chunk_of(base, follow, hit.id)
         owner = None if chunk is None else chunk.tenant
@@ -234,9 +246,8 @@ def _padded_below_original(base: Observation, follow: Observation) -> Verdict:
 
 
 def _coverage_kept(base: Observation, follow: Observation) -> Verdict:
-    case = base.world.case
-    if not case.evidence:
-        return Verdict.not_applicable("the case has no evidence groups")
+    if (unjudged := ruled_out(_has_evidence, base, follow)) is not None:
+        return unjudged
     before, after = base.metrics[f"GroupR@{base.world.params.k}"], follow.metrics[f"GroupR@{follow.world.params.k}"]
     if before is None or after is None:
         return Verdict.not_applicable("GroupR@k is undefined for this case")
@@ -254,6 +265,7 @@ RELATIONS = (
         direction=Direction.NEVER,
         severity=Severity.HARD,
         check=_unrelated_lexical,
+        precondition=_has_gold,
         applies_to=("InjectDistractors:unrelated", "InjectDistractors:boilerplate"),
         requires=("lexical",),
         assumptions=(
@@ -270,6 +282,7 @@ RELATIONS = (
         direction=Direction.NEVER,
         severity=Severity.SOFT,
         check=_unrelated_rate,
+        precondition=_has_gold,
         applies_to=("InjectDistractors:unrelated", "InjectDistractors:boilerplate"),
         assumptions=("soft: a dense retriever has no guarantee that unrelated text scores below the evidence",),
     ),
@@ -282,6 +295,7 @@ RELATIONS = (
         severity=Severity.HARD,
         concern=Concern.TENANT_LEAK,
         check=_lookalike_unauthorized,
+        precondition=_tenant_filtered,
         applies_to=("InjectDistractors:lookalike",),
         assumptions=("the case is asked with its tenant filter",),
         judges_filtering=True,
@@ -313,6 +327,7 @@ RELATIONS = (
         direction=Direction.NON_DECREASING,
         severity=Severity.SOFT,
         check=_coverage_kept,
+        precondition=_has_evidence,
         applies_to=("InjectDistractors:near_duplicate",),
         assumptions=("soft: a near-duplicate may legitimately take a slot from another evidence group",),
     ),

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from ragmorph.model import Ranking, World
 from ragmorph.relations import Call, Direction, Instance, Observation, Plan, Relation, Role, Severity, Verdict, compare_up_to_ties
 
-from ._core import Family, PerturbationBase, ks_strategy
+from ._core import Family, PerturbationBase, ks_strategy, ruled_out
 
 __all__ = ["FAMILY", "RELATIONS", "PermuteCorpus", "PromoteRelevant", "reorderings"]
 
@@ -74,9 +74,17 @@ def reorderings(world: World, *, ks: Sequence[int], **_: object) -> st.SearchStr
     return st.one_of(permute, swap) if max(ks) >= 2 else permute
 
 
+def _reordered(base: World, follow: World) -> str | None:
+    return "the permutation left the corpus order unchanged" if base.corpus.chunks == follow.corpus.chunks else None
+
+
+def _has_gold(base: World, follow: World) -> str | None:
+    return None if base.case.gold_ids else "the case has no gold chunks"
+
+
 def _invariant(base: Observation, follow: Observation) -> Verdict:
-    if base.world.corpus.chunks == follow.world.corpus.chunks:
-        return Verdict.not_applicable("the permutation left the corpus order unchanged")
+    if (unjudged := ruled_out(_reordered, base, follow)) is not None:
+        return unjudged
     verdict = compare_up_to_ties(base.ranking.hits, follow.ranking.hits)
     if not verdict.holds:
         return Verdict.broken(f"re-indexing the same chunks in another order changed the ranking: {verdict.detail}")
@@ -84,10 +92,10 @@ def _invariant(base: Observation, follow: Observation) -> Verdict:
 
 
 def _promote(base: Observation, follow: Observation) -> Verdict:
+    if (unjudged := ruled_out(_has_gold, base, follow)) is not None:
+        return unjudged
     case, k = base.world.case, base.world.params.k
     gold = set(case.gold_ids)
-    if not gold:
-        return Verdict.not_applicable("the case has no gold chunks")
     before_ids, after_ids = base.ranking.ids, follow.ranking.ids
     moved = [i for i, (a, b) in enumerate(zip(before_ids, after_ids)) if a != b]
     if len(moved) != 2 or not (after_ids[moved[0]] in gold and before_ids[moved[0]] not in gold) or moved[1] >= k:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from ragmorph.model import Chunk, World
 from ragmorph.relations import Direction, Observation, Relation, Severity, Verdict
 
-from ._core import Family, PerturbationBase, chunk_of, corpus_diff, fresh_id, ks_strategy
+from ._core import Family, PerturbationBase, chunk_of, corpus_diff, fresh_id, ks_strategy, ruled_out
 
 __all__ = ["FAMILY", "MODES", "RELATIONS", "Supersede", "supersessions"]
 
@@ -80,9 +80,17 @@ def _old_ids(base: Observation, follow: Observation) -> frozenset[str]:
     return corpus_diff(base.world.corpus, follow.world.corpus)[0]
 
 
+def _current_only(base: World, follow: World) -> str | None:
+    return None if follow.params.filters.current_only else "only judged under the current_only filter"
+
+
+def _no_filter_decides(base: World, follow: World) -> str | None:
+    return "under current_only the filter, not a freshness policy, decides" if follow.params.filters.current_only else None
+
+
 def _stale_zero(base: Observation, follow: Observation) -> Verdict:
-    if not follow.world.params.filters.current_only:
-        return Verdict.not_applicable("only judged under the current_only filter")
+    if (unjudged := ruled_out(_current_only, base, follow)) is not None:
+        return unjudged
     corpus = follow.world.corpus
     for rank, hit in enumerate(follow.ranking.hits, start=1):
         chunk = chunk_of(base, follow, hit.id)
@@ -98,8 +106,8 @@ def _stale_zero(base: Observation, follow: Observation) -> Verdict:
 
 
 def _excludes_superseded(base: Observation, follow: Observation) -> Verdict:
-    if not follow.world.params.filters.current_only:
-        return Verdict.not_applicable("only judged under the current_only filter")
+    if (unjudged := ruled_out(_current_only, base, follow)) is not None:
+        return unjudged
     corpus = follow.world.corpus
     outdated_of = {corpus[i].superseded_by for i in _old_ids(base, follow)}
     orphaned = [
@@ -118,8 +126,8 @@ def _excludes_superseded(base: Observation, follow: Observation) -> Verdict:
 
 
 def _successor_first(base: Observation, follow: Observation) -> Verdict:
-    if follow.world.params.filters.current_only:
-        return Verdict.not_applicable("under current_only the filter, not a freshness policy, decides")
+    if (unjudged := ruled_out(_no_filter_decides, base, follow)) is not None:
+        return unjudged
     corpus = follow.world.corpus
     ranks = {h.id: rank for rank, h in enumerate(follow.ranking.hits)}
     for old in sorted(_old_ids(base, follow)):
@@ -140,6 +148,7 @@ RELATIONS = (
         direction=Direction.ZERO,
         severity=Severity.HARD,
         check=_stale_zero,
+        precondition=_current_only,
         judges_filtering=True,
         filter_kinds=("current_only",),
         judges_admission=True,
@@ -154,6 +163,7 @@ RELATIONS = (
         direction=Direction.NEVER,
         severity=Severity.HARD,
         check=_successor_first,
+        precondition=_no_filter_decides,
         applies_to=("Supersede:add_old",),
         requires=("freshness",),
         assumptions=(
@@ -169,6 +179,7 @@ RELATIONS = (
         direction=Direction.ZERO,
         severity=Severity.HARD,
         check=_excludes_superseded,
+        precondition=_current_only,
         judges_filtering=True,
         filter_kinds=("current_only",),
         judges_admission=True,

@@ -387,6 +387,7 @@ def run_config(args: argparse.Namespace, cwd: Path | None = None) -> Any:
         "strategies": args.strategies,
         "profile": args.profile,
         "max_examples": args.max_examples,
+        "budget": args.budget,
         "seed": args.seed,
         "timeout": args.timeout,
         "fail_fast": True if args.fail_fast else None,
@@ -396,6 +397,11 @@ def run_config(args: argparse.Namespace, cwd: Path | None = None) -> Any:
         "replays": Path(args.replay_dir) if args.replay_dir else None,
         "retrievers": retriever_entries(args.retriever) if args.retriever else None,
     }
+    if args.budget is not None:
+        from .runner import BUDGETS
+
+        if args.budget not in BUDGETS:
+            raise UsageError(f"expected --budget to be one of {', '.join(BUDGETS)}, got {args.budget!r}")
     overrides = {key: value for key, value in flags.items() if value is not None}
     if args.profile:
         # A profile asked for on the command line sets the budget (and its families, when it names some), over
@@ -465,6 +471,7 @@ def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             strategies=config.effective_strategies,
             ks=config.effective_ks,
             max_examples=config.effective_max_examples,
+            budget=config.budget or "adaptive",
             seed=config.seed or 0,
             derandomize=args.derandomize,
             replay_dir=config.replay_dir,
@@ -917,6 +924,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--profile", choices=tuple(PROFILES), help=f"budget ({describe_profiles()})")
     run.add_argument("--k", type=_int_list, help="cutoffs, comma separated (default 1,3,5,10)")
     run.add_argument("--max-examples", type=_positive_int, help="perturbations per unit (default 25)")
+    run.add_argument(
+        "--budget", metavar="NAME",
+        help="how units spend --max-examples: adaptive (default; each family draws what its perturbations need and "
+        "nothing twice) or full (every family draws --max-examples)",
+    )
     run.add_argument("--seed", type=int, help="run seed; the same seed gives the same report (default 0)")
     run.add_argument("--derandomize", action="store_true", help="Hypothesis derandomize mode (for CI)")
     run.add_argument("--fail-fast", action="store_true", help="stop after the first unit with a hard violation")

@@ -7,6 +7,7 @@
     strategies = ["tenancy", "cutoff"]    # default: the default suite
     profile = "smoke"                     # "default", "smoke" (seconds, for a pre-commit loop) or "scale"
     max_examples = 25                     # beats the profile
+    budget = "adaptive"                   # "full": every family draws max_examples (see README, calls per verdict)
     seed = 0
     timeout = 10.0                        # per retriever call, seconds
     fail_fast = false
@@ -117,35 +118,38 @@ class Config:
     seed: int | None = None
     timeout: float | None = None
     fail_fast: bool | None = None
+    # How units spend their examples (runner.BUDGETS): "adaptive", "full"; None: adaptive. The profile's
+    # settings are `profile_settings` (a profile is a budget of examples and cutoffs, this is how they are spent).
+    budget: str | None = None
     json: Path | None = None
     html: Path | None = None
     junit: Path | None = None
     replays: Path | None = None
 
     @property
-    def budget(self) -> Profile:
+    def profile_settings(self) -> Profile:
         """The profile this config names."""
         return PROFILES[self.profile]
 
     @property
     def effective_ks(self) -> tuple[int, ...]:
         """Cutoffs: the key or flag, else the profile's."""
-        return self.ks if self.ks is not None else self.budget.ks
+        return self.ks if self.ks is not None else self.profile_settings.ks
 
     @property
     def effective_strategies(self) -> tuple[str, ...] | None:
         """Strategy families: the key or flag, else the profile's (None: the default suite)."""
-        return self.strategies if self.strategies is not None else self.budget.strategies
+        return self.strategies if self.strategies is not None else self.profile_settings.strategies
 
     @property
     def effective_max_examples(self) -> int:
         """Perturbations per unit: the key or flag, else the profile's."""
-        return self.max_examples if self.max_examples is not None else self.budget.max_examples
+        return self.max_examples if self.max_examples is not None else self.profile_settings.max_examples
 
     @property
     def effective_fail_fast(self) -> bool:
         """Whether to stop at the first hard violation: the key or flag, else the profile's."""
-        return self.fail_fast if self.fail_fast is not None else self.budget.fail_fast
+        return self.fail_fast if self.fail_fast is not None else self.profile_settings.fail_fast
 
     @property
     def replay_dir(self) -> Path:
@@ -205,7 +209,7 @@ def find_config(start: str | os.PathLike[str] = ".") -> Path | None:
 
 _KEYS = {
     "corpus", "cases", "format", "beir", "split", "ks", "strategies", "profile", "max_examples", "seed", "timeout",
-    "fail_fast", "retrievers", "outputs",
+    "fail_fast", "budget", "retrievers", "outputs",
 }
 _OUTPUT_KEYS = {"json", "html", "junit", "replays"}
 _RETRIEVER_KEYS = {"spec", "traits", "options"}
@@ -345,6 +349,11 @@ def load_config(path: str | os.PathLike[str]) -> Config:
     profile = reader.text(table, "profile") or "default"
     if profile not in PROFILES:
         raise reader.error("profile", f"expected one of {', '.join(PROFILES)}, got {profile!r}")
+    from .runner import BUDGETS
+
+    budget = table.get("budget")
+    if budget is not None and budget not in BUDGETS:
+        raise reader.error("budget", f"expected one of {', '.join(BUDGETS)}, got {describe(budget)}")
     config = Config(
         path=path,
         retrievers=_retrievers(reader, table.get("retrievers")),
@@ -360,6 +369,7 @@ def load_config(path: str | os.PathLike[str]) -> Config:
         seed=reader.number(table, "seed", int, positive=False),
         timeout=reader.number(table, "timeout", float, positive=True),
         fail_fast=reader.flag(table, "fail_fast"),
+        budget=budget,
         **{key: reader.path_value(outputs, key, "outputs.") for key in sorted(_OUTPUT_KEYS)},
     )
     _check_world_keys(config, reader)

@@ -16,7 +16,8 @@ with the shrunk minimal case and the replay command; retriever errors fail it to
 possible; a relation that applies to no case is skipped with the reason; a soft relation never fails, its
 break rate is recorded in `user_properties` and raised as a `SoftRelationBroken` warning.
 
-Settings: `--ragmorph-max-examples` beats `--ragmorph-profile` (`smoke`: 5 examples, k 1,5, a budget of
+Settings: `--ragmorph-budget` (adaptive or full) beats `suite(budget=)` and the config file's `budget`.
+`--ragmorph-max-examples` beats `--ragmorph-profile` (`smoke`: 5 examples, k 1,5, a budget of
 seconds), which beats `suite(max_examples=)` and the config file, which beat an explicitly loaded Hypothesis
 profile (`--hypothesis-profile`), which beats the default of 25. `derandomize` follows the active Hypothesis
 profile. The run seed is `--hypothesis-seed` when given, else the suite's `seed=` or the config file's `seed`, else 0
@@ -81,6 +82,7 @@ class Suite:
     replays: Path | None = None
     base: Path | None = None
     config: str | Path | None = None
+    budget: str | None = None
 
 
 def suite(
@@ -96,15 +98,22 @@ def suite(
     traits: Mapping[str, Sequence[str]] | None = None,
     seed: int | None = None,
     config: str | Path | None = None,
+    budget: str | None = None,
 ) -> Suite:
     """Declare a ragmorph suite in a test module (assign it to a module-level name, e.g. `ragmorph_suite`).
 
     Give one `retriever` (named after its attribute) or several `retrievers={"name": ...}` with `corpus` and
     `cases`; or `suite()` / `suite(config="ragmorph.toml")` to test what the project's config file declares
-    (found from the test file's folder upward; its paths are relative to the config file).
+    (found from the test file's folder upward; its paths are relative to the config file). `budget` is how
+    units spend their examples ("adaptive", the default, or "full"; `--ragmorph-budget` beats it).
     """
+    if budget is not None:
+        from .runner import BUDGETS
+
+        if budget not in BUDGETS:
+            raise UsageError(f"expected budget= to be one of {', '.join(BUDGETS)}, got budget={budget!r}")
     if retriever is None and retrievers is None and corpus is None and cases is None:
-        return Suite(retrievers={}, corpus=None, cases=None, config=config or "")
+        return Suite(retrievers={}, corpus=None, cases=None, config=config or "", budget=budget)
     if config is not None:
         raise UsageError("expected either config=... or retrievers, corpus and cases, got both")
     if (retriever is None) == (retrievers is None):
@@ -130,6 +139,7 @@ def suite(
         timeout=timeout,
         traits={name: tuple(values) for name, values in (traits or {}).items()},
         seed=_seed(seed),
+        budget=budget,
     )
 
 
@@ -159,8 +169,9 @@ def _from_config(declared: Suite, folder: Path) -> Suite:
         strategies=config.effective_strategies,
         ks=config.effective_ks,
         max_examples=config.max_examples if config.max_examples is not None else (
-            config.budget.max_examples if config.profile != "default" else None
+            config.profile_settings.max_examples if config.profile != "default" else None
         ),
+        budget=declared.budget or config.budget,
         timeout=config.timeout,
         traits=config.traits(),
         seed=config.seed,
@@ -191,6 +202,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
     group.addoption("--ragmorph-profile", default=None, choices=tuple(PROFILES),
                     help=f"budget over every suite's ({describe_profiles()})")
+    group.addoption(
+        "--ragmorph-budget", default=None, metavar="NAME",
+        help="how units spend their examples: adaptive (default; each family draws what its perturbations need) or "
+        "full (every family draws max_examples); beats the config file's budget",
+    )
     group.addoption("--ragmorph-timeout", type=float, default=None, help="per-call retriever time limit (seconds)")
     group.addoption(
         "--ragmorph-replay-dir",
@@ -210,6 +226,12 @@ def pytest_configure(config: pytest.Config) -> None:
     # The plugin marks its items for `--dist loadgroup`; registered here too so runs without xdist do not warn.
     config.addinivalue_line("markers", "xdist_group(name): pytest-xdist runs items of one group on one worker")
     config.stash[_CACHE_KEY] = {}
+    budget = config.getoption("--ragmorph-budget", default=None)
+    if budget is not None:
+        from .runner import BUDGETS
+
+        if budget not in BUDGETS:
+            raise pytest.UsageError(f"expected --ragmorph-budget to be one of {', '.join(BUDGETS)}, got {budget!r}")
 
 
 def _settings(config: pytest.Config, declared: Suite | None = None) -> dict[str, Any]:
@@ -242,7 +264,11 @@ def _settings(config: pytest.Config, declared: Suite | None = None) -> dict[str,
         ks = PROFILES[profile_name].ks
     else:
         ks = declared.ks if declared is not None else None
-    return {"seed": seed, "max_examples": int(max_examples), "derandomize": bool(profile.derandomize), "ks": ks}
+    budget = config.getoption("--ragmorph-budget", default=None) or (declared.budget if declared is not None else None)
+    return {
+        "seed": seed, "max_examples": int(max_examples), "derandomize": bool(profile.derandomize), "ks": ks,
+        "budget": budget or "adaptive",
+    }
 
 
 def _settings_text(effective: Mapping[str, Any]) -> str:
@@ -364,6 +390,7 @@ class RelationItem(pytest.Item):
         self.user_properties.append(("ragmorph_seed", report["manifest"].get("seed")))
         self.user_properties.append(("ragmorph_max_examples", settings.get("max_examples")))
         self.user_properties.append(("ragmorph_derandomize", settings.get("derandomize")))
+        self.user_properties.append(("ragmorph_budget", settings.get("budget")))
         failures = [r for r in results if r["status"] == "fail"]
         errors = [r for r in results if r["status"] == "error"]
         if self.severity == "soft":
@@ -495,6 +522,7 @@ def _engine_report(item: RelationItem) -> dict[str, Any]:
         strategies=[item.family],
         ks=effective["ks"],
         max_examples=effective["max_examples"],
+        budget=effective["budget"],
         seed=effective["seed"],
         derandomize=effective["derandomize"],
         replay_dir=replay_dir,

@@ -260,6 +260,10 @@ class Relation:
     shown: Callable[[Observation, Observation], tuple[Observation, Observation]] | None = attrs.field(
         default=None, repr=False, eq=False
     )
+    # Why the relation cannot judge a pair of calls on these (base, follow-up) worlds whatever the retriever
+    # answers (None: it can). `check` says not_applicable with this reason for such a pair; the runner asks it
+    # before making a plan's calls, so a perturbation no relation can judge costs no call.
+    precondition: Callable[[World, World], str | None] | None = attrs.field(default=None, repr=False, eq=False)
 
     @judges_admission.validator
     def _admission_is_filtering(self, _attribute: Any, value: bool) -> None:

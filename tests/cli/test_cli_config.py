@@ -109,6 +109,7 @@ def test_the_scale_profile_runs_its_family_over_the_files_strategies(
         ('[retrievers]\nmine = { traits = ["lexical"] }\n', "retrievers.mine.spec", "import spec"),
         ('[retrievers]\nmine = { spec = "a:b", trait = [] }\n', "retrievers.mine.trait", "unknown key"),
         ('profile = "quick"\n', "profile", "expected one of default, smoke"),
+        ('budget = "half"\n', "budget", "expected one of adaptive, full, got 'half'"),
         ('[outputs]\nhtml = 3\n', "outputs.html", "expected a non-empty string"),
         ('corpus = [\n', None, "expected valid TOML"),
         ('[retrievers]\nmine = { spec = "a:b", options = { api_key = "sk-1" } }\n', "retrievers.mine.options.api_key",
@@ -220,3 +221,20 @@ def test_the_readme_config_runs_as_shown_in_an_init_folder(tmp_path: Path) -> No
     described = {r["name"]: r["description"] for r in report["manifest"]["retrievers"]}
     assert described["mine"] == "ragmorph_adapter.py:factory" and "'k1': 1.2" in described["bm25"]
     assert report["manifest"]["settings"]["ks"] == [1, 3, 5, 10], "the file's ks beat the smoke profile's"
+
+
+def test_the_budget_comes_from_the_file_and_the_flag_beats_it(world: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    _config(world, 'corpus = "corpus.jsonl"\ncases = "cases.jsonl"\nstrategies = ["repeat"]\nbudget = "full"\n'
+                   'max_examples = 12\n[retrievers]\nbm25 = "ragmorph.adapters:BM25Retriever"\n')
+    monkeypatch.chdir(world)
+    reports = {}
+    for name, flags in (("file", []), ("flag", ["--budget", "adaptive"])):
+        assert main(["run", *flags, "--json", f"{name}.json"]) == EXIT_OK, capsys.readouterr().out
+        reports[name] = json.loads((world / f"{name}.json").read_text(encoding="utf-8"))
+    assert [reports[n]["manifest"]["settings"]["budget"] for n in ("file", "flag")] == ["full", "adaptive"]
+    # The repeat family's adaptive budget (10 examples) is below the 12 the full budget draws.
+    examples = {n: max(r["examples"] for r in reports[n]["results"]) for n in reports}
+    assert examples["flag"] < examples["file"] == 12, examples
+    assert main(["run", "--budget", "half"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "expected --budget to be one of adaptive, full, got 'half'" in err and "Traceback" not in err, err

@@ -123,6 +123,24 @@ def test_option_beats_suite_beats_profile(pytester: pytest.Pytester) -> None:
     assert {p.get("value") for p in ET.parse(junit).iter("property") if p.get("name") == "ragmorph_max_examples"} == {"3"}
 
 
+def test_the_budget_option_beats_the_suite_and_a_bad_one_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_retriever=SUITE.format(strategies=("cutoff",)).replace("ks=(1, 3, 5))", "ks=(1, 3, 5), budget='full')")
+    )
+    junit = pytester.path / "junit.xml"
+
+    def budgets() -> set[str | None]:
+        return {p.get("value") for p in ET.parse(junit).iter("property") if p.get("name") == "ragmorph_budget"}
+
+    pytester.runpytest_inprocess(*FAST, f"--junitxml={junit}")
+    assert budgets() == {"full"}
+    pytester.runpytest_inprocess(*FAST, "--ragmorph-budget", "adaptive", f"--junitxml={junit}")
+    assert budgets() == {"adaptive"}
+    result = pytester.runpytest_inprocess(*FAST, "--ragmorph-budget", "half")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*expected --ragmorph-budget to be one of adaptive, full, got 'half'*"])
+
+
 def test_strategies_option_keeps_only_the_named_families(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_retriever=SUITE.format(strategies=("tenancy", "cutoff")))
     result = pytester.runpytest_inprocess("--collect-only", "-q", "--ragmorph-strategies", "cutoff", *FAST)

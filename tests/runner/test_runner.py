@@ -234,3 +234,59 @@ def test_where_ragmorph_computes_the_admitted_set_a_wrong_restricted_search_stil
     failed = {r.relation for r in report.results if r.status == "fail"}
     # Keeping the admitted hits of the top k also returns fewer than the visible chunks: the under-return too.
     assert failed == {"tenancy.filtered_equals_visible", "tenancy.full_k"}, failed
+
+
+def _judging_family(check_pair, precondition=None):  # noqa: ANN001, ANN202 - a one-relation family for these tests
+    from hypothesis import strategies as st
+
+    from ragmorph.relations import Direction, Relation, Severity
+    from ragmorph.strategies import Family
+    from ragmorph.strategies.cutoff import RaiseCutoff
+
+    relation = Relation(
+        name="probe.judged", family="probe", summary="a relation under test", target="ranking@k",
+        direction=Direction.EQUAL, severity=Severity.HARD, check=check_pair, precondition=precondition,
+    )
+    draw = lambda world, *, ks, **_: st.builds(RaiseCutoff, k=st.sampled_from(ks), k_to=st.integers(11, 30))  # noqa: E731
+    return Family(name="probe", summary="raise k", relations=(relation,), draw=draw, max_examples=8)
+
+
+def test_an_error_inside_a_relation_is_raised_not_reported_as_not_applicable(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ragmorph.strategies import FAMILIES
+
+    def broken(base, follow):  # noqa: ANN001, ANN202
+        raise ZeroDivisionError("a bug in a relation")
+
+    monkeypatch.setitem(FAMILIES, "probe", _judging_family(broken))
+    # Before: the replay of the failing example was skipped as "already judged", Hypothesis saw a flaky test and
+    # the relation came out not_applicable ("no drawn perturbation could test this relation"), a false pass.
+    with pytest.raises(ZeroDivisionError, match="a bug in a relation"):
+        check({"bm25": BM25Retriever}, CORPUS, CASES[:1], strategies=["probe"], ks=(3, 5))
+
+
+def test_a_perturbation_no_relation_can_judge_costs_no_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ragmorph.relations import Verdict
+    from ragmorph.strategies import FAMILIES
+    from ragmorph.strategies._core import ruled_out
+
+    def above_20(base, follow):  # noqa: ANN001, ANN202
+        return None if follow.params.k > 20 else "only judged above k 20"
+
+    judged_at: list[int] = []
+
+    def judged(base, follow):  # noqa: ANN001, ANN202
+        judged_at.append(follow.world.params.k)
+        return ruled_out(above_20, base, follow) or Verdict.ok("judged")
+
+    monkeypatch.setitem(FAMILIES, "probe", _judging_family(judged, above_20))
+    # With a contract unit in the run, the contract relation does not keep a perturbation worth its calls alone.
+    families = ["probe", "contract"]
+    adaptive = check({"bm25": BM25Retriever}, CORPUS, CASES[:1], strategies=families, ks=(3,))
+    assert judged_at and all(k > 20 for k in judged_at), "calls were made for a pair no relation judges"
+    (row,) = [r for r in adaptive.results if r.relation == "probe.judged"]
+    assert row.status == "pass" and row.rate is not None and row.rate[1] >= 1
+    judged_at.clear()
+    full = check({"bm25": BM25Retriever}, CORPUS, CASES[:1], strategies=families, ks=(3,), budget="full")
+    (every,) = [r for r in full.results if r.relation == "probe.judged"]
+    assert any(k <= 20 for k in judged_at), "the full budget makes every drawn call (the reference)"
+    assert every.retriever_calls > row.retriever_calls

@@ -16,7 +16,7 @@ import attrs
 from ..adapters import Capabilities
 from ..errors import RagmorphError
 from ..model import Case, Corpus, Params, World
-from ..relations import Observation, Relation, Severity, Verdict
+from ..relations import Observation, Plan, Relation, Severity, Verdict
 from ..strategies import FAMILIES, corpus_diff, relation_applies
 from ..strategies.contract import VALID_RESPONSE, covers
 from ._executor import CallCache, Executor, Probe, Step, observation, run_after
@@ -207,6 +207,30 @@ def _search(
         def delegate(asked: World) -> bool:
             return covers(world, asked, ks=unit.settings.ks, filters=supports_filters)
 
+    # The relations this unit can still learn something about: not yet failed (a failed one's violation is
+    # recorded and shrunk) and judged at all (traits declared, not excused). The family's own, and the contract
+    # relation when no contract unit checks this case's responses (then only this family's calls do).
+    owned = FAMILIES[unit.strategy].relations
+    if not unit.settings.contract_unit:
+        owned = (*owned, VALID_RESPONSE)
+    open_relations = [r for r in relations if r in owned and tallies[r.name].first_failure is None]
+
+    def unjudged(perturbation: Any, plan: Plan) -> dict[str, str] | None:
+        """Why no open relation can judge `plan`, by relation, before any call is made; None when one can.
+
+        An empty mapping: every open relation that judges this kind of perturbation has failed already (or cannot
+        be judged on this retriever), so its calls could only repeat a verdict. With a contract unit in the run,
+        the contract relation rides along on calls made for the family's own relations.
+        """
+        reasons = {}
+        for relation in open_relations:
+            if relation_applies(relation, perturbation):
+                why = relation.precondition(plan.base, plan.follow) if relation.precondition is not None else None
+                if why is None:
+                    return None
+                reasons[relation.name] = why
+        return reasons
+
     def test(perturbation: Any) -> _Violation | None:
         if state.get("error") is not None:
             return None
@@ -214,20 +238,28 @@ def _search(
         if adaptive and not shrinking["on"] and key in seen and not seen[key] & targets:
             return None  # judged by an earlier search of this unit: it cannot break what is left to find
         try:
-            probe = executor.run(perturbation.plan(world))
+            plan = perturbation.plan(world)
+            reasons = unjudged(perturbation, plan) if adaptive and not shrinking["on"] else None
+            if reasons is not None:
+                for name, why in reasons.items():
+                    tallies[name].last_reason = why
+                return None
+            probe = executor.run(plan)
         except RagmorphError as error:
             # Exceptions, timeouts and calls the retriever cannot take (filters it does not accept) prevent a
             # verdict; invalid responses do not get here (the probe records them as observations).
             state["error"] = error
             return None
         fresh = not shrinking["on"] and key not in seen
-        if fresh:
-            seen[key] = frozenset()
         if isinstance(probe, str):
-            for relation in relations:
-                if relation_applies(relation, perturbation) and fresh:
-                    tallies[relation.name].last_reason = probe
+            if fresh:
+                seen[key] = frozenset()
+                for relation in relations:
+                    if relation_applies(relation, perturbation):
+                        tallies[relation.name].last_reason = probe
             return None
+        # `seen` learns the perturbation only once it is judged: an error raised while judging (a bug in a
+        # relation) must raise again when Hypothesis replays it, not pass as an example already judged.
         verdicts = _judge(relations, perturbation, probe, delegate)
         broken = probe.invalid
         if fresh and broken is not None:
