@@ -128,3 +128,40 @@ def test_a_stateful_violation_that_needs_an_earlier_units_calls_still_reproduces
         assert "cannot rebuild" not in (violation.minimal_reason or "")
         assert len(violation.minimal_corpus) < len(WORLD.corpus)
         assert replay(violation.replay, factory).reproduced
+
+
+def test_a_call_served_again_from_the_cache_names_its_own_step_after_a_handed_on_history() -> None:
+    cache = CallCache(reuse=True)
+    first = _executor(cache)
+    first.observe_base(_world())
+    first.observe_base(_world(k=1))
+    first.close()
+    second = _executor(cache)
+    pair = Plan.pair(_world(k=5), _world(k=5), instance=Instance.SAME)
+    second.run(pair)
+    again = second.run(pair)  # answered from the cache: its sources are the steps that made those calls
+    assert not isinstance(again, str)
+    assert [second.steps[n].params.k for n in again.sources if n is not None] == [5, 5]
+
+
+def test_a_leak_that_needs_the_earlier_units_call_replays_with_the_history_handed_on() -> None:
+    from ragmorph.model import Filters
+    from ragmorph.runner._executor import run_after
+
+    # A cache keyed on (query, k) alone: the first unit's unfiltered page is served to the second unit's filtered
+    # call on the same instance, so the leak exists only after the first unit's call.
+    spec = RetrieverSpec.of(zoo_member("query_only_cache").factory, "cache")
+    cache = CallCache(reuse=True)
+    first = Executor(spec, WORLD.corpus, cache=cache, reuse=True)
+    first.observe_base(_world(k=5))
+    first.close()
+    second = Executor(spec, WORLD.corpus, cache=cache, reuse=True)
+    filtered = World(WORLD.corpus, CASE, Params(5, Filters(tenant=CASE.tenant)))
+    pair = Plan.pair(_world(k=5), filtered, instance=Instance.SAME)
+    probe = second.run(pair)
+    assert not isinstance(probe, str)
+    leaked = [h.id for h in probe.follow.ranking.hits if WORLD.corpus[h.id].tenant not in (None, CASE.tenant)]
+    assert leaked
+    again = run_after(spec, pair, tuple(enumerate(second.steps)), probe.sources)
+    assert not isinstance(again, str)
+    assert [h.id for h in again.follow.ranking.hits] == [h.id for h in probe.follow.ranking.hits]

@@ -543,6 +543,8 @@ class Executor:
         self._source = self._step_of.get(key)
 
         def call() -> Ranking:
+            # Taking a parked instance puts its history first: number this call after it, not before.
+            self.base_instance  # noqa: B018
             self._step_of[key] = len(self.steps)
             return self._on_instance(step, known)
 
