@@ -236,7 +236,7 @@ def test_where_ragmorph_computes_the_admitted_set_a_wrong_restricted_search_stil
     assert failed == {"tenancy.filtered_equals_visible", "tenancy.full_k"}, failed
 
 
-def _judging_family(check_pair, precondition=None):  # noqa: ANN001, ANN202 - a one-relation family for these tests
+def _judging_family(check_pair, precondition=None, k_to=None, k=None):  # noqa: ANN001, ANN202 - a one-relation family for these tests
     from hypothesis import strategies as st
 
     from ragmorph.relations import Direction, Relation, Severity
@@ -247,7 +247,8 @@ def _judging_family(check_pair, precondition=None):  # noqa: ANN001, ANN202 - a 
         name="probe.judged", family="probe", summary="a relation under test", target="ranking@k",
         direction=Direction.EQUAL, severity=Severity.HARD, check=check_pair, precondition=precondition,
     )
-    draw = lambda world, *, ks, **_: st.builds(RaiseCutoff, k=st.sampled_from(ks), k_to=st.integers(11, 30))  # noqa: E731
+    k_tos = st.integers(11, 30) if k_to is None else k_to
+    draw = lambda world, *, ks, **_: st.builds(RaiseCutoff, k=st.sampled_from(ks) if k is None else k, k_to=k_tos)  # noqa: E731
     return Family(name="probe", summary="raise k", relations=(relation,), draw=draw, max_examples=8)
 
 
@@ -265,6 +266,8 @@ def test_an_error_inside_a_relation_is_raised_not_reported_as_not_applicable(mon
 
 
 def test_a_perturbation_no_relation_can_judge_costs_no_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hypothesis import strategies as st
+
     from ragmorph.relations import Verdict
     from ragmorph.strategies import FAMILIES
     from ragmorph.strategies._core import ruled_out
@@ -278,15 +281,43 @@ def test_a_perturbation_no_relation_can_judge_costs_no_call(monkeypatch: pytest.
         judged_at.append(follow.world.params.k)
         return ruled_out(above_20, base, follow) or Verdict.ok("judged")
 
-    monkeypatch.setitem(FAMILIES, "probe", _judging_family(judged, above_20))
-    # With a contract unit in the run, the contract relation does not keep a perturbation worth its calls alone.
+    # k 3, 12 and 24 are calls the contract unit makes too (ks 3 and 12, and twice the largest), so the contract
+    # relation does not keep them worth their calls (see the next test for calls it does not make).
+    probe = _judging_family(judged, above_20, k_to=st.sampled_from((12, 24)), k=st.just(3))
+    monkeypatch.setitem(FAMILIES, "probe", probe)
     families = ["probe", "contract"]
-    adaptive = check({"bm25": BM25Retriever}, CORPUS, CASES[:1], strategies=families, ks=(3,))
+    adaptive = check({"bm25": BM25Retriever}, CORPUS, CASES[:1], strategies=families, ks=(3, 12))
     assert judged_at and all(k > 20 for k in judged_at), "calls were made for a pair no relation judges"
     (row,) = [r for r in adaptive.results if r.relation == "probe.judged"]
     assert row.status == "pass" and row.rate is not None and row.rate[1] >= 1
     judged_at.clear()
-    full = check({"bm25": BM25Retriever}, CORPUS, CASES[:1], strategies=families, ks=(3,), budget="full")
-    (every,) = [r for r in full.results if r.relation == "probe.judged"]
+    check({"bm25": BM25Retriever}, CORPUS, CASES[:1], strategies=families, ks=(3, 12), budget="full")
     assert any(k <= 20 for k in judged_at), "the full budget makes every drawn call (the reference)"
-    assert every.retriever_calls > row.retriever_calls
+
+
+def test_a_skipped_perturbation_never_hides_a_contract_breach_no_contract_unit_sees(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hypothesis import strategies as st
+
+    from ragmorph.relations import Verdict
+    from ragmorph.strategies import FAMILIES
+    from ragmorph.strategies._core import ruled_out
+
+    def above_20(base, follow):  # noqa: ANN001, ANN202
+        return None if follow.params.k > 20 else "only judged above k 20"
+
+    def judged(base, follow):  # noqa: ANN001, ANN202
+        return ruled_out(above_20, base, follow) or Verdict.ok("judged")
+
+    class RepeatsAtMidK(BM25Retriever):
+        """Repeats its first hit when asked for 11 to 20 results: calls only the probe family makes."""
+
+        def retrieve(self, query, *, k, filters=None):  # noqa: ANN001, ANN201
+            hits = list(super().retrieve(query, k=k, filters=filters))
+            return [hits[0], *hits[:-1]] if 11 <= k <= 20 and len(hits) > 1 else hits
+
+    monkeypatch.setitem(FAMILIES, "probe", _judging_family(judged, above_20, k_to=st.integers(11, 20)))
+    # Before: every such pair was ruled out for probe.judged and skipped without a call, and the contract unit
+    # asks k 3 and 6 only, so the breach was never seen and contract.valid_response passed.
+    report = check({"repeats": RepeatsAtMidK}, CORPUS, CASES[:1], strategies=["probe", "contract"], ks=(3,))
+    found = {r.strategy: r.status for r in report.results if r.relation == "contract.valid_response"}
+    assert found.get("probe") == "fail", found

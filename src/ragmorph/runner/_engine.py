@@ -16,7 +16,7 @@ import attrs
 from ..adapters import Capabilities
 from ..errors import RagmorphError
 from ..model import Case, Corpus, Params, World
-from ..relations import Observation, Plan, Relation, Severity, Verdict
+from ..relations import Instance, Observation, Plan, Relation, Severity, Verdict
 from ..strategies import FAMILIES, corpus_diff, relation_applies
 from ..strategies.contract import VALID_RESPONSE, covers
 from ._executor import CallCache, Executor, Probe, Step, observation, run_after
@@ -209,19 +209,26 @@ def _search(
 
     # The relations this unit can still learn something about: not yet failed (a failed one's violation is
     # recorded and shrunk) and judged at all (traits declared, not excused). The family's own, and the contract
-    # relation when no contract unit checks this case's responses (then only this family's calls do).
-    owned = FAMILIES[unit.strategy].relations
-    if not unit.settings.contract_unit:
-        owned = (*owned, VALID_RESPONSE)
-    open_relations = [r for r in relations if r in owned and tallies[r.name].first_failure is None]
+    # relation for the calls no contract unit makes (this unit reports a breach there, see `_judge`).
+    open_relations = [
+        r for r in relations if r in FAMILIES[unit.strategy].relations and tallies[r.name].first_failure is None
+    ]
+    contract_open = (
+        unit.strategy != "contract" and VALID_RESPONSE in relations and tallies[VALID_RESPONSE.name].first_failure is None
+    )
 
     def unjudged(perturbation: Any, plan: Plan) -> dict[str, str] | None:
         """Why no open relation can judge `plan`, by relation, before any call is made; None when one can.
 
         An empty mapping: every open relation that judges this kind of perturbation has failed already (or cannot
-        be judged on this retriever), so its calls could only repeat a verdict. With a contract unit in the run,
-        the contract relation rides along on calls made for the family's own relations.
+        be judged on this retriever), so its calls could only repeat a verdict. The contract relation judges any
+        call's response, so a plan with a call the contract unit does not make (or with no contract unit) is
+        worth its calls while that relation is open.
         """
+        if contract_open and any(
+            delegate is None or not delegate(c.world) for c in plan.calls if c.instance is not Instance.DERIVED
+        ):
+            return None
         reasons = {}
         for relation in open_relations:
             if relation_applies(relation, perturbation):
