@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import itertools
 import json
 import math
 from collections.abc import Iterable, Iterator, KeysView, Mapping, Sequence
@@ -386,10 +387,17 @@ class Corpus:
         if not drop:
             return self
         if len(drop) * 64 < len(self.chunks):
-            # Few removals: cut around their positions with C-level tuple slicing instead of a Python loop.
+            # Few removals: cut around their positions with C-level tuple slicing instead of a Python loop. A
+            # derived corpus has no id index yet: find the chunk objects by identity (a C-level pass) rather than
+            # build one (a dict of every id, kept for the corpus's life).
+            if self._index:
+                positions: Iterable[int] = sorted(self.position(i) for i in drop)
+            else:
+                objects = {id(self[i]) for i in drop}
+                positions = itertools.compress(itertools.count(), map(objects.__contains__, map(id, self.chunks)))
             kept: list[Chunk] = []
             previous = 0
-            for position in sorted(self.position(i) for i in drop):
+            for position in positions:
                 kept.extend(self.chunks[previous:position])
                 previous = position + 1
             kept.extend(self.chunks[previous:])

@@ -14,6 +14,7 @@ from ._protocol import excerpt, normalise_hits
 __all__ = ["RagmorphWarning", "ScoreOrder", "ScoreOrderWarning", "validate_hits"]
 
 ScoreOrder = Literal["error", "warn"]
+_ID, _SCORE = operator.attrgetter("id"), operator.attrgetter("score")
 
 
 class RagmorphWarning(UserWarning):
@@ -106,8 +107,8 @@ def validate_hits(
 def _valid(hits: tuple[Hit, ...], corpus: Corpus | None) -> bool:
     """Whether `hits` keep every rule `validate_hits` checks, in C-level passes over the ids and scores (the
     depth family asks for k = corpus + 1: a 100k-hit response checked hit by hit cost more than the call)."""
-    ids = [hit.id for hit in hits]
+    ids = list(map(_ID, hits))
     if len(set(ids)) != len(ids) or (corpus is not None and corpus.missing(ids)):
         return False
-    scores = [hit.score for hit in hits if hit.score is not None]
+    scores = [score for score in map(_SCORE, hits) if score is not None]
     return all(map(math.isfinite, scores)) and not any(map(operator.gt, scores[1:], scores))
