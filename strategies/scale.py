@@ -83,8 +83,10 @@ class GrowCorpus(PerturbationBase):
     def plan(self, world: World) -> Plan:
         """Both calls on fresh indexes built over the grown corpus in one load (as an application builds one)."""
         grown = self.grown(world)  # once: growing builds a corpus of thousands of chunks
+        # Nothing grown (no tenant, and a retriever taking no filters): the case's own index answers, no build.
+        instance = Instance.FRESH if grown.corpus is not world.corpus else Instance.BASE
         return Plan(
-            (Call(self._unfiltered(grown), Instance.FRESH, role=Role.BASE), Call(self._filtered(grown), Instance.FRESH, role=Role.FOLLOW))
+            (Call(self._unfiltered(grown), instance, role=Role.BASE), Call(self._filtered(grown), instance, role=Role.FOLLOW))
         )
 
     def _unfiltered(self, grown: World) -> World:

@@ -8,6 +8,10 @@ spent before adaptive budgets, whose few capped families drew 10-15) and with th
 minimisation included).
 
     python tests/benchmarks/bench_calls.py [--jobs 2] [--seed 0] [--worlds 6] [--zoo zoo,zoo2,correct]
+        [--budgets adaptive,full] [--demo]
+
+`--demo` adds the correct built-in retrievers (bm25 with its traits, dense) on the demo world, the figures README
+quotes; `--budgets adaptive` skips the full budget's runs (half the time).
 
 Uses the demo world with default check() settings for the zoos, and `ragmorph.worlds.generate` worlds of 12 to
 60 chunks for the correct retrievers. Runs on `--jobs` processes (the report is the serial one).
@@ -50,36 +54,37 @@ def zoo_table(title: str, members: dict[str, Any], args: argparse.Namespace) -> 
     """One row per planted bug: detected and calls per case under each budget."""
     world = demo_world()
     reports, seconds = {}, {}
-    for budget in BUDGETS:
+    for budget in args.budgets:
         started = time.perf_counter()
         reports[budget] = check(members, world.corpus, world.cases, seed=args.seed, jobs=args.jobs, budget=budget).to_dict()
         seconds[budget] = time.perf_counter() - started
     print(f"{title}: {len(members)} planted bugs on the demo world ({len(world.corpus)} chunks, {len(world.cases)} cases), "
-          f"seed {args.seed}; " + ", ".join(f"{b} {seconds[b]:.0f} s" for b in BUDGETS))
-    header = f"{'bug':36} " + " ".join(f"{b + ' found':>14} {b + ' calls':>14}" for b in BUDGETS) + "  hard relations failed (adaptive)"
+          f"seed {args.seed}; " + ", ".join(f"{b} {seconds[b]:.0f} s" for b in args.budgets))
+    header = f"{'bug':36} " + " ".join(f"{b + ' found':>14} {b + ' calls':>14}" for b in args.budgets)
+    header += f"  hard relations failed ({args.budgets[0]})"
     print(header + "\n" + "-" * len(header))
-    totals = {b: [0, 0, 0] for b in BUDGETS}
+    totals = {b: [0, 0, 0] for b in args.budgets}
     for name in members:
         cells = []
-        for budget in BUDGETS:
+        for budget in args.budgets:
             failed = hard_failures(reports[budget], name)
             calls, cases = spent(reports[budget], name)
             totals[budget][0] += bool(failed)
             totals[budget][1] += calls
             totals[budget][2] += cases
             cells.append(f"{'yes' if failed else 'NO':>14} {calls / max(1, cases):14.0f}")
-        print(f"{name:36} " + " ".join(cells) + "  " + ", ".join(hard_failures(reports["adaptive"], name)))
+        print(f"{name:36} " + " ".join(cells) + "  " + ", ".join(hard_failures(reports[args.budgets[0]], name)))
     print(f"{'detected / mean calls per case':36} " + " ".join(
         f"{f'{t[0]}/{len(members)}':>14} {t[1] / max(1, t[2]):14.0f}" for t in totals.values()) + "\n")
 
 
 def correct_table(args: argparse.Namespace) -> None:
     """Hard failures (must be 0) and calls per case of the correct retrievers over generated worlds."""
-    rows = {budget: {name: [0, 0, 0] for name in CORRECT} for budget in BUDGETS}
+    rows = {budget: {name: [0, 0, 0] for name in CORRECT} for budget in args.budgets}
     started = time.perf_counter()
     for seed in range(args.worlds):
         generated = generate(seed, chunks=12 + 48 * seed // max(1, args.worlds - 1), cases=3)
-        for budget in BUDGETS:
+        for budget in args.budgets:
             report = check(CORRECT, generated.corpus, generated.cases, seed=args.seed, traits=TRAITS, jobs=args.jobs,
                            budget=budget).to_dict()
             for name in CORRECT:
@@ -88,11 +93,24 @@ def correct_table(args: argparse.Namespace) -> None:
                 rows[budget][name][1] += calls
                 rows[budget][name][2] += cases
     print(f"soundness: {args.worlds} generated worlds of 12-60 chunks, 3 cases each, {time.perf_counter() - started:.0f} s")
-    header = f"{'correct retriever':36} " + " ".join(f"{b + ' hard fails':>19} {b + ' calls':>14}" for b in BUDGETS)
+    header = f"{'correct retriever':36} " + " ".join(f"{b + ' hard fails':>19} {b + ' calls':>14}" for b in args.budgets)
     print(header + "\n" + "-" * len(header))
     for name in CORRECT:
         print(f"{name:36} " + " ".join(
-            f"{rows[b][name][0]:19} {rows[b][name][1] / max(1, rows[b][name][2]):14.0f}" for b in BUDGETS))
+            f"{rows[b][name][0]:19} {rows[b][name][1] / max(1, rows[b][name][2]):14.0f}" for b in args.budgets))
+
+
+def demo_table(args: argparse.Namespace) -> None:
+    """Calls per case of the built-in correct retrievers on the demo world (the default suite, default settings)."""
+    world = demo_world()
+    demo = {"bm25": BM25Retriever, "dense": DenseRetriever}
+    print(f"demo world, built-in retrievers ({len(world.cases)} cases), seed {args.seed}")
+    for budget in args.budgets:
+        report = check(demo, world.corpus, world.cases, seed=args.seed, traits={"bm25": TRAITS["bm25"]}, jobs=args.jobs,
+                       budget=budget).to_dict()
+        print(f"  {budget:9} " + ", ".join(
+            f"{name} {spent(report, name)[0] / max(1, spent(report, name)[1]):.1f} calls per case, "
+            f"{len(hard_failures(report, name))} hard failures" for name in demo))
 
 
 def main() -> int:
@@ -102,7 +120,12 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--worlds", type=int, default=6, help="generated worlds for the correct retrievers")
     parser.add_argument("--zoo", default="zoo,zoo2,correct", help="which tables to print")
+    parser.add_argument("--budgets", default=",".join(BUDGETS), help="budgets to run, comma separated (first: the one whose failures are listed)")
+    parser.add_argument("--demo", action="store_true", help="also the built-in bm25 and dense on the demo world")
     args = parser.parse_args()
+    args.budgets = [b for b in args.budgets.split(",") if b]
+    if not args.budgets or any(b not in BUDGETS for b in args.budgets):
+        parser.error(f"--budgets: expected names among {', '.join(BUDGETS)}")
     tables = args.zoo.split(",")
     if "zoo" in tables:
         zoo_table("zoo", {member.name: member.factory for member in ZOO}, args)
@@ -110,6 +133,8 @@ def main() -> int:
         zoo_table("zoo2", {member.name: member.factory for member in ZOO2}, args)
     if "correct" in tables:
         correct_table(args)
+    if args.demo:
+        demo_table(args)
     return 0
 
 

@@ -116,8 +116,9 @@ def test_a_handed_on_instance_brings_its_calls_as_history() -> None:
 
 
 def test_a_stateful_violation_that_needs_an_earlier_units_calls_still_reproduces(tmp_path: Any) -> None:
-    # A cache keyed on (query, k) alone: the tenancy unit's unfiltered calls fill it, and the filters unit, on the
-    # same instance, is served those pages under a filter.
+    # A cache keyed on (query, k) alone, its instance handed from the tenancy unit to the filters unit: every
+    # violation still reproduces and shrinks (these need only their own unit's calls; the test below needs the
+    # carried history).
     factory = zoo_member("query_only_cache").factory
     units = plan({"cache": factory}, WORLD.corpus, [CASE], strategies=("tenancy", "filters"), replay_dir=tmp_path, **SETTINGS)
     results = [r for unit in run_batch(units) for r in unit if r.status == "fail"]

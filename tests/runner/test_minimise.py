@@ -68,6 +68,23 @@ def test_subsets_given_first_are_tried_first_and_a_working_one_is_the_start() ->
     assert kept == ["c2"] and one_minimal and all(c <= {"c2", "c5"} for c in calls[2:])
 
 
+def test_the_growing_order_is_asked_for_only_when_no_first_subset_works() -> None:
+    asked: list[int] = []
+
+    def order() -> list[str]:
+        asked.append(1)
+        return list(reversed(IDS))
+
+    works, _ = _needs("c2")
+    assert minimal_subset(IDS, works, budget=50, first=(set(), {"c2", "c5"}), grow_order=order).kept == ["c2"]
+    assert not asked, "a first subset worked: the order to grow in (a retriever call) was never needed"
+    works, calls = _needs("c9", "c11")
+    shrunk = minimal_subset(IDS, works, budget=50, first=(set(), {"c2"}), grow_order=order)
+    assert asked == [1] and shrunk.kept == ["c11", "c9"] and shrunk.one_minimal
+    # Grown in the given order: after the two first subsets, the first ids tried are the order's first.
+    assert calls[2] == frozenset({"c2", "c11"})
+
+
 def test_the_same_predicate_gives_the_same_calls_in_the_same_order() -> None:
     first, first_calls = _needs("c1", "c7", "c8")
     second, second_calls = _needs("c1", "c7", "c8")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -109,7 +110,10 @@ def test_a_case_without_a_tenant_is_judged_under_a_selective_metadata_filter() -
 class TakesNoFilters:
     """A retriever whose `retrieve` has no `filters` parameter."""
 
+    built: ClassVar[list[int]] = []
+
     def __init__(self, corpus: Corpus) -> None:
+        self.built.append(len(corpus))
         self.dense = DenseRetriever(corpus)
 
     def retrieve(self, query: str, *, k: int) -> list[Hit]:
@@ -118,9 +122,11 @@ class TakesNoFilters:
 
 
 def test_without_a_tenant_or_filters_nothing_is_grown_and_nothing_judged() -> None:
+    TakesNoFilters.built.clear()
     report = check({"plain": TakesNoFilters}, tenant_corpus(), [Case("q", "parental leave")], strategies=["scale"], max_examples=2)
     (row,) = report.results
     assert row.status == "not_applicable" and "no selective filter" in row.reason
+    assert TakesNoFilters.built == [len(tenant_corpus())]  # the case's own index; no fresh build per example
 
 
 def test_both_selective_filters_are_tried_before_any_draw() -> None:

@@ -129,7 +129,7 @@ def merged_filtered_by(declarations: Sequence[Any]) -> Any:
 
 def _by_kind(declared: Any, owner: object = None) -> tuple[tuple[str, FilteredBy], ...]:
     if isinstance(declared, tuple) and all(isinstance(pair, tuple) for pair in declared):
-        declared = dict(declared)  # already converted
+        return declared  # already converted (by `_filtered_by`, or passed back by attrs.evolve)
     return tuple(filtered_by_kind(declared, owner).items())
 
 

@@ -372,7 +372,9 @@ def _needed_steps(
     return tuple((n, step_of[n]) for n in sorted(set(chosen) | pinned))
 
 
-def _minimise(unit: Unit, cache: CallCache, resolved: Any, world: World, violation: _Violation) -> _Minimised:
+def _minimise(
+    unit: Unit, cache: CallCache, resolved: Any, world: World, violation: _Violation, siblings: Sequence[set[str]] = ()
+) -> _Minimised:
     """Shrink the corpus to the chunks the violation still needs, checking 1-minimality with a post-pass.
 
     A violation that does not reproduce on a fresh index of the unchanged world needs the calls made before
@@ -382,7 +384,7 @@ def _minimise(unit: Unit, cache: CallCache, resolved: Any, world: World, violati
     """
     executors: list[Executor] = []
     try:
-        return _minimise_with(unit, cache, resolved, world, violation, executors)
+        return _minimise_with(unit, cache, resolved, world, violation, executors, siblings)
     finally:
         _close_all(executors)
 
@@ -395,7 +397,8 @@ def _close_all(executors: Sequence[Executor]) -> None:
 
 
 def _minimise_with(
-    unit: Unit, cache: CallCache, resolved: Any, world: World, violation: _Violation, executors: list[Executor]
+    unit: Unit, cache: CallCache, resolved: Any, world: World, violation: _Violation, executors: list[Executor],
+    siblings: Sequence[set[str]] = (),
 ) -> _Minimised:
     perturbation, relation = violation.perturbation, violation.relation
     timeout = unit.settings.timeout
@@ -462,8 +465,14 @@ def _minimise_with(
             best = (candidate, probe)
         return probe is not None
 
-    rest, first = _likeliest(world, violation.probe, pinned, _relevance(fresh, world))
-    shrunk = minimal_subset(rest, works, budget=probes, first=first, finish=_MINIMISE_FINISH if not steps else 0)
+    # The retriever's relevance order costs a deep call: it is asked for only when no likeliest subset works.
+    rest, first = _likeliest(world, violation.probe, pinned, ())
+    # The minimal corpus of another relation this perturbation broke is the likeliest small start after none.
+    first = (first[0], *(ids - pinned for ids in siblings if ids - pinned), *first[1:])
+    shrunk = minimal_subset(
+        rest, works, budget=probes, first=first, finish=_MINIMISE_FINISH if not steps else 0,
+        grow_order=lambda: _likeliest(world, violation.probe, pinned, _relevance(fresh, world))[0],
+    )
     current, one_minimal = shrunk.kept, shrunk.one_minimal
     final_world, final_probe = best
     if set(final_world.corpus.ids) != set(current) | pinned:
@@ -728,7 +737,12 @@ def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, ro
         if executor.has_factory and family.grows_corpus:
             minimised = _bisect_growth(unit, cache, resolved, world, violation)
         elif executor.has_factory:
-            minimised = _minimise(unit, cache, resolved, world, violation)
+            siblings = [
+                {c["id"] for c in record.minimal_corpus}
+                for record in found.values()
+                if record.perturbation == perturbation_dict(violation.perturbation)
+            ]
+            minimised = _minimise(unit, cache, resolved, world, violation, siblings)
         else:
             why = "black-box retriever: without a factory the runner cannot build an index over a smaller corpus"
             minimised = _Minimised(world, violation.probe, None, why, 0, 0)

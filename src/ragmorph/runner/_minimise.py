@@ -69,6 +69,7 @@ def minimal_subset(
     budget: int,
     first: Sequence[Collection[str]] = (),
     finish: int = 0,
+    grow_order: Callable[[], Sequence[str]] | None = None,
 ) -> Shrunk:
     """The ids of `items` (in their order) that `works` still needs, and whether the result is known 1-minimal.
 
@@ -76,7 +77,9 @@ def minimal_subset(
     true and never asked). The subsets in `first` are tried first, in order, then growing ones (the module
     docstring says why); the first that works is where blocks start being dropped. When the budget runs out
     with at most `finish` ids kept, up to `finish` more calls try removing them one at a time: a larger budget
-    only where it can buy 1-minimality. The result is 1-minimal (removing any one id makes `works` fail) when
+    only where it can buy 1-minimality. `grow_order()` (default: `items`) is the order of `items` to grow in and
+    to drop from when no subset of `first` works: asked only then, so an order that costs a retriever call is
+    paid only when it is used. The result is 1-minimal (removing any one id makes `works` fail) when
     the flag is True; False means the budget ran out first. Deterministic: the same predicate gives the same
     calls in the same order.
     """
@@ -93,8 +96,15 @@ def minimal_subset(
             answers[key] = works(set(key))
         return answers[key]
 
-    start = _start(list(items), first, attempt, spent)
-    current = [i for i in items if i in start]
+    order = {"items": list(items)}
+
+    def growing() -> list[str]:
+        if grow_order is not None:
+            order["items"] = list(grow_order())
+        return order["items"]
+
+    start = _start(first, growing, attempt, spent)
+    current = [i for i in order["items"] if i in start]
     current, one_minimal = drop_blocks(current, attempt, spent)
     granted = budget
     if not one_minimal and len(current) <= finish:
@@ -105,14 +115,17 @@ def minimal_subset(
 
 
 def _start(
-    items: list[str], first: Sequence[Collection[str]], attempt: Callable[[Collection[str]], bool], spent: dict[str, int]
+    first: Sequence[Collection[str]], growing: Callable[[], list[str]], attempt: Callable[[Collection[str]], bool],
+    spent: dict[str, int],
 ) -> frozenset[str]:
-    """The first working subset among `first`, then the growing ones; all of `items` when none works."""
+    """The first working subset among `first`, then the growing ones (in the order `growing()` gives, asked only
+    when no subset of `first` works); all of the items when none works."""
     for subset in first:
         if spent["left"] <= 0:
             break
         if attempt(subset):
             return frozenset(subset)
+    items = growing()
     seed = frozenset().union(*first) if first else frozenset()
     others = [i for i in items if i not in seed]
     size = 1
