@@ -27,6 +27,15 @@ class GrowableArray:
         self._data = np.zeros(shape, dtype=dtype)
         self.size = 0
 
+    @classmethod
+    def holding(cls, values: np.ndarray) -> GrowableArray:
+        """A buffer whose elements are `values`, taken as they are (a view of a larger array too: the first append
+        moves them to a buffer of their own, and a write after a truncate stays inside their own range)."""
+        made = cls.__new__(cls)
+        made._data = values
+        made.size = len(values)
+        return made
+
     def _reserve(self, extra: int) -> None:
         needed = self.size + extra
         if needed > len(self._data):

@@ -46,9 +46,9 @@ class _Posting:
 
     __slots__ = ("slots", "tfs")
 
-    def __init__(self, capacity: int = 4) -> None:
-        self.slots = GrowableArray(np.int32, capacity=capacity)
-        self.tfs = GrowableArray(np.int32, capacity=capacity)
+    def __init__(self, slots: np.ndarray, tfs: np.ndarray) -> None:
+        self.slots = GrowableArray.holding(slots)
+        self.tfs = GrowableArray.holding(tfs)
 
 
 # Every term any index of this process has seen, numbered in order of first sight (a term's number is the same in
@@ -151,9 +151,11 @@ class BM25Retriever(SlotIndex):
             term = _TERMS[number]
             posting = self._postings.get(term)
             if posting is None:
-                posting = self._postings[term] = _Posting(end - start)
-            posting.slots.extend(owners[start:end])
-            posting.tfs.extend(tfs[start:end])
+                # Views of the sorted arrays, one range per term: no copy for a term this index has not seen.
+                self._postings[term] = _Posting(owners[start:end], tfs[start:end])
+            else:
+                posting.slots.extend(owners[start:end])
+                posting.tfs.extend(tfs[start:end])
             self._df[term] += end - start
 
     def _on_remove(self, slot: int, chunk: Chunk) -> None:
