@@ -321,3 +321,17 @@ def test_a_skipped_perturbation_never_hides_a_contract_breach_no_contract_unit_s
     report = check({"repeats": RepeatsAtMidK}, CORPUS, CASES[:1], strategies=["probe", "contract"], ks=(3,))
     found = {r.strategy: r.status for r in report.results if r.relation == "contract.valid_response"}
     assert found.get("probe") == "fail", found
+
+
+def test_a_second_relation_broken_by_the_same_perturbation_starts_from_the_first_ones_minimal_corpus() -> None:
+    from ragmorph.worlds import demo_world
+    from support.zoo import TenantFilterAfterTruncation
+
+    world = demo_world()
+    report = check({"a": TenantFilterAfterTruncation}, world.corpus, world.cases[:1], strategies=["tenancy"])
+    first, second = (r.violation for r in report.results if r.violation is not None)
+    assert (first.relation, second.relation) == ("tenancy.filtered_equals_visible", "tenancy.full_k")
+    assert first.perturbation == second.perturbation and first.one_minimal and second.one_minimal
+    assert {c["id"] for c in second.minimal_corpus} == {c["id"] for c in first.minimal_corpus}
+    # From scratch the second minimisation spends what the first did (32 calls here); the first's corpus works.
+    assert second.calls_shrinking < first.calls_shrinking, (first.calls_shrinking, second.calls_shrinking)
