@@ -98,12 +98,17 @@ def _declared(name: str, product: object, factory: object) -> Any:
     return None if isinstance(declared, property) else declared
 
 
+def _kinds_declared(declared: Any) -> dict[str, Any]:
+    """The kinds a declaration names: a string names every kind, a mapping its keys, None none."""
+    if declared is None:
+        return {}
+    return dict(declared) if isinstance(declared, Mapping) else dict.fromkeys(FILTER_KINDS, declared)
+
+
 def filtered_by_kind(declared: Any, owner: object = None) -> dict[str, FilteredBy]:
     """Who applies each filter kind under a `ragmorph_filtered_by` declaration: one value for every kind, or a
     mapping of some kinds (the others: the retriever). A bad declaration is a UsageError naming `owner`."""
-    if declared is None:
-        return dict.fromkeys(FILTER_KINDS, "retriever")
-    by_kind = declared if isinstance(declared, Mapping) else dict.fromkeys(FILTER_KINDS, declared)
+    by_kind = _kinds_declared(declared)
     for kind, value in by_kind.items():
         if kind not in FILTER_KINDS or value not in FILTERED_BY:
             raise UsageError(
@@ -118,8 +123,7 @@ def merged_filtered_by(declarations: Sequence[Any]) -> Any:
     declares it (a string declares every kind); a string when every kind agrees, None when none declares."""
     merged: dict[str, Any] = {}
     for declared in declarations:
-        if declared is not None:
-            merged.update(declared if isinstance(declared, Mapping) else dict.fromkeys(FILTER_KINDS, declared))
+        merged.update(_kinds_declared(declared))
     if not merged:
         return None
     if set(merged) == set(FILTER_KINDS) and len(set(merged.values())) == 1:
@@ -180,7 +184,7 @@ class Capabilities:
     supports_filters: bool = True
     supports_rollback: bool = False
     # A declaration (one value, or a mapping of some kinds) is converted to (kind, who) for every kind.
-    filtered_by_kind: tuple[tuple[str, FilteredBy], ...] = attrs.field(default=None, converter=lambda d: _by_kind(d))
+    filtered_by_kind: tuple[tuple[str, FilteredBy], ...] = attrs.field(default=None, converter=_by_kind)
     # Optional protocol methods the runner uses when present: update(chunks) (same ids, new content),
     # index(corpus) on an existing instance, close() on instances the runner built.
     supports_update: bool = False
