@@ -133,3 +133,28 @@ def test_a_plan_needs_one_base_then_one_follow_up_call() -> None:
         Plan((Call(WORLD, role=Role.FOLLOW),))
     with pytest.raises(UsageError, match="derive"):
         Plan((Call(WORLD, role=Role.BASE), Call(WORLD, Instance.DERIVED, role=Role.FOLLOW)))
+
+
+def test_a_plan_starting_with_the_call_the_last_plan_ended_with_takes_its_answer_and_step() -> None:
+    executor = _executor()
+    other = attrs.evolve(WORLD, params=Params(1))
+    reads = Plan((Call(WORLD, Instance.SAME, role=Role.BASE), Call(other, Instance.SAME), Call(WORLD, Instance.SAME, role=Role.FOLLOW)))
+    again = Plan((Call(WORLD, Instance.SAME, role=Role.BASE), Call(WORLD, Instance.SAME, role=Role.FOLLOW)))
+    first = executor.run(reads)
+    assert executor.calls == 3
+    chained = executor.run(again)
+    # Nothing reached the instance since it answered this call: that answer and its recorded step stand for it.
+    assert (executor.calls, executor.served) == (4, 1) and len(executor.steps) == 4
+    assert chained.sources[0] == first.sources[1] and chained.base.ranking == first.follow.ranking
+    # A call on the instance in between, or an instance built since, ends the chain.
+    executor.observe_base(attrs.evolve(WORLD, params=Params(2)))
+    executor.run(again)
+    assert executor.calls == 7
+    executor.cache.note_build()
+    executor.run(again)
+    assert executor.calls == 9
+    # A plan ending with an edited call leaves nothing to continue from (its first call continued the last plan).
+    executor.run(Plan((Call(WORLD, Instance.SAME, role=Role.BASE), Call(_rewritten(WORLD), Instance.SAME, Edit.UPDATE, Role.FOLLOW))))
+    assert executor.calls == 10
+    executor.run(again)
+    assert executor.calls == 12

@@ -285,6 +285,18 @@ class Probe:
 
 
 @attrs.frozen
+class _Tail:
+    """The call a plan ended with on the base instance, unedited and uncached: its answer, the step that gave it,
+    and the steps recorded and instances built by then (any call or build since ends the chain)."""
+
+    step: Step
+    ranking: Ranking
+    source: int
+    steps: int
+    builds: int
+
+
+@attrs.frozen
 class _Job:
     """One call of a plan, prepared but not made: which instance answers it and under which cache key.
 
@@ -398,6 +410,8 @@ class Executor:
         # Whether the base instance may be handed to the next unit: no edit, no failed call, nothing else built.
         self._touched = False
         self._built_at = 0
+        # The last call of the previous plan when it was an uncached call on the unedited base instance.
+        self._tail: _Tail | None = None
 
     # ------------------------------------------------------------------------------------------ instances
 
@@ -781,25 +795,53 @@ class Executor:
                 future.cancel()
             wait_for(dropped)
 
+    def _continues(self, tail: _Tail | None, job: _Job) -> bool:
+        """Whether `job` repeats the call the previous plan ended with, on the same instance with nothing since.
+
+        Then the instance already answered this very call in this very state: the answer it gave stands for this
+        call too, and the plan goes on from that step (its recorded number is the observation's source, so replay
+        and shrinking make it again). Any call on the instance or build since breaks the chain.
+        """
+        return (
+            tail is not None
+            and job.key is None
+            and job.step == tail.step
+            and len(self.steps) == tail.steps
+            and self.cache.builds == tail.builds
+            and self._base is not None
+        )
+
     def _run(self, plan: Plan, jobs: Sequence[_Job | str | None], built: bool) -> Probe | str:
         observed: dict[Role, Observation] = {}
         sources: dict[Role, int | None] = {}
+        tail, self._tail = self._tail, None
+        job: _Job | str | None = None
+        answer: Ranking | None = None
         for number, call in enumerate(plan.calls):
             if call.instance is Instance.DERIVED:
                 observed[Role.FOLLOW] = observation(call.world, call.derive(observed[Role.BASE].ranking))  # type: ignore[misc]
+                job = None
                 continue
             # Prepared ahead unless building the base instance since then refined its capabilities.
             job = jobs[number] if number < len(jobs) and (self._base is not None) == built else self._prepare(call)
             if isinstance(job, str):
                 return job
             try:
-                answer = self._make(job)  # type: ignore[arg-type]
+                if number == 0 and self._continues(tail, job):  # type: ignore[arg-type]
+                    assert tail is not None
+                    answer, self._source = tail.ranking, tail.source
+                    self.served += 1
+                else:
+                    answer = self._make(job)  # type: ignore[arg-type]
             except InvalidResponse as error:
                 role = Role.BASE if Role.BASE not in observed else Role.FOLLOW
                 observed[role], sources[role] = invalid_observation(call.world, error), self._source
                 break
             if call.role is not None:
                 observed[call.role], sources[call.role] = observation(call.world, answer), self._source
+        else:
+            if isinstance(job, _Job) and job.key is None and job.step == Step(job.query, job.params) and self._source is not None:
+                self._tail = _Tail(job.step, answer, self._source, len(self.steps), self.cache.builds)  # type: ignore[arg-type]
         base = observed.get(Role.BASE) or observation(plan.base, Ranking())
         follow = observed.get(Role.FOLLOW) or observation(plan.follow, Ranking())
         return _declared_probe(base, follow, (sources.get(Role.BASE), sources.get(Role.FOLLOW)), self.capabilities)

@@ -9,6 +9,7 @@ stream. Whatever the retriever prints goes to stderr: stdout carries only replie
 
 from __future__ import annotations
 
+import atexit
 import os
 import pickle
 import queue
@@ -55,6 +56,8 @@ def main() -> None:
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # a print() in the user's retriever goes to stderr, never into the reply stream
     requests = sys.stdin.buffer
+    # Registered before the retriever's modules load, so their exit handlers run first (last in, first out).
+    atexit.register(_leave)
     sys_path, modules, corpora_blob, concurrency = pickle.load(requests)
     # The caller's import path first, so its modules (and its copy of ragmorph) are the ones found here.
     sys.path[:] = [*sys_path, *(p for p in sys.path if p not in sys_path)]
@@ -87,8 +90,30 @@ def main() -> None:
         while True:
             message = pickle.load(requests)
             if message is None:
-                return
+                break
             pool.submit(answer, *message)
+    global _FINISHED
+    _FINISHED = True
+
+
+# Set when the caller told the worker to stop and every batch was answered.
+_FINISHED = False
+
+
+def _leave() -> None:
+    """After a clean stop, end the process without tearing its heap down object by object.
+
+    The caller waits for its workers to exit, and freeing a worker's corpora, indexes and Hypothesis state one
+    object at a time took ~0.4 s under load, after the run's work was done. Exit handlers registered after this
+    one (a retriever's own) have run by now; threads were joined. As multiprocessing's children do, `os._exit`.
+    """
+    if _FINISHED:
+        logging = sys.modules.get("logging")
+        if logging is not None:
+            logging.shutdown()  # its own exit handler, registered on import before this one, is skipped
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 class WorkerPool:
