@@ -18,11 +18,10 @@ from typing import ClassVar
 import attrs
 from hypothesis import strategies as st
 
-from ragmorph.adapters import default_tokenize
 from ragmorph.model import Corpus, Filters, World
 from ragmorph.relations import Direction, Observation, Relation, Severity, Verdict, compare_up_to_ties
 
-from ._core import CorpusMemo, Family, PerturbationBase, default_filters, ks_strategy, query_tokens, vocabulary
+from ._core import Family, PerturbationBase, default_filters, ks_strategy, query_tokens, token_index, vocabulary
 from .filtering import follow_admitted_only
 from .query import query_words
 
@@ -90,24 +89,16 @@ def odd_query_text(world: World, kind: str, words: Sequence[str] = ()) -> str:
     return unicodedata.normalize("NFD" if kind == "nfd" else "NFC", query)
 
 
-_UNRELATED = CorpusMemo(8)
-
-
 def _unrelated_words(corpus: Corpus) -> list[str]:
     """Up to 200 filler words none of whose tokens a chunk of `corpus` holds; every case of a corpus asks."""
-    filler = vocabulary().filler
-    tokens = frozenset(token for word in filler for token in query_tokens(word))
-    held: set[str] = set()
-    for chunk in corpus.chunks:
-        # Only filler tokens matter; not through query_tokens, whose cache is not meant to hold a corpus.
-        held.update(tokens.intersection(default_tokenize(chunk.text)))
-    return [word for word in filler if not held.intersection(query_tokens(word))][:200]
+    held = token_index(corpus).numbers
+    return [word for word in vocabulary().filler if not any(token in held for token in query_tokens(word))][:200]
 
 
 def odd_queries(world: World, *, ks: Sequence[int], filters: bool = True, **_: object) -> st.SearchStrategy[OddQuery]:
     """Draw an odd query and the filters to ask it with; shrinks toward an unrelated word at the smallest k,
     with the case's own filters."""
-    unrelated = _UNRELATED.get((world.corpus,), None, lambda: _unrelated_words(world.corpus))
+    unrelated = _unrelated_words(world.corpus)
     filter_choices = [default_filters(world.case)]
     if filters:
         filter_choices.append(attrs.evolve(filter_choices[0], current_only=True))

@@ -8,10 +8,11 @@ spent before adaptive budgets, whose few capped families drew 10-15) and with th
 minimisation included).
 
     python tests/benchmarks/bench_calls.py [--jobs 2] [--seed 0] [--worlds 6] [--zoo zoo,zoo2,correct]
-        [--budgets adaptive,full] [--demo]
+        [--budgets adaptive,full] [--demo] [--by-family]
 
 `--demo` adds the correct built-in retrievers (bm25 with its traits, dense) on the demo world, the figures README
-quotes; `--budgets adaptive` skips the full budget's runs (half the time).
+quotes; `--by-family` splits their calls per case by strategy family (where the calls go); `--budgets adaptive`
+skips the full budget's runs (half the time).
 
 Uses the demo world with default check() settings for the zoos, and `ragmorph.worlds.generate` worlds of 12 to
 60 chunks for the correct retrievers. Runs on `--jobs` processes (the report is the serial one).
@@ -100,6 +101,15 @@ def correct_table(args: argparse.Namespace) -> None:
             f"{rows[b][name][0]:19} {rows[b][name][1] / max(1, rows[b][name][2]):14.0f}" for b in args.budgets))
 
 
+def by_family(report: dict[str, Any], retriever: str) -> dict[str, int]:
+    """Retriever calls of each strategy family's units (every row of a unit carries the unit's count), most first."""
+    units = {(r["case"], r["strategy"]): r["retriever_calls"] or 0 for r in report["results"] if r["retriever"] == retriever}
+    totals: dict[str, int] = {}
+    for (_, strategy), calls in units.items():
+        totals[strategy] = totals.get(strategy, 0) + calls
+    return dict(sorted(totals.items(), key=lambda item: (-item[1], item[0])))
+
+
 def demo_table(args: argparse.Namespace) -> None:
     """Calls per case of the built-in correct retrievers on the demo world (the default suite, default settings)."""
     world = demo_world()
@@ -111,6 +121,11 @@ def demo_table(args: argparse.Namespace) -> None:
         print(f"  {budget:9} " + ", ".join(
             f"{name} {spent(report, name)[0] / max(1, spent(report, name)[1]):.1f} calls per case, "
             f"{len(hard_failures(report, name))} hard failures" for name in demo))
+        if args.by_family:
+            for name in demo:
+                cases = max(1, spent(report, name)[1])
+                print(f"    {name} by family (calls per case): " + ", ".join(
+                    f"{family} {calls / cases:.1f}" for family, calls in by_family(report, name).items()))
 
 
 def main() -> int:
@@ -122,6 +137,7 @@ def main() -> int:
     parser.add_argument("--zoo", default="zoo,zoo2,correct", help="which tables to print")
     parser.add_argument("--budgets", default=",".join(BUDGETS), help="budgets to run, comma separated (first: the one whose failures are listed)")
     parser.add_argument("--demo", action="store_true", help="also the built-in bm25 and dense on the demo world")
+    parser.add_argument("--by-family", action="store_true", help="with --demo: their calls per case by family")
     args = parser.parse_args()
     args.budgets = [b for b in args.budgets.split(",") if b]
     if not args.budgets or any(b not in BUDGETS for b in args.budgets):

@@ -28,7 +28,7 @@ so peak memory is that row's alone. Printed side by side:
     python tests/benchmarks/bench_scale.py --quick    # 1k and 10k chunks, one case, small budget (a few minutes)
 
 Options: --sizes 1000,10000 --cases N --max-examples N --modes serial,jobs,ray --sleepy-modes ... --slots N
---concurrency N --sleepy-cases N --strategies a,b. Modes: serial, threads (--concurrency N), jobs (--jobs N), ray,
+--concurrency N --sleepy-cases N --strategies a,b --retrievers bm25,dense (which of BM25 and dense run; default both). Modes: serial, threads (--concurrency N), jobs (--jobs N), ray,
 and jobs+threads / ray+threads. 'calls/case' is the report's own retriever_calls per case (the same in every mode).
 """
 
@@ -217,6 +217,7 @@ def main() -> None:
     parser.add_argument("--slots", type=int, default=2, help="processes / Ray workers (default 2)")
     parser.add_argument("--concurrency", type=int, default=8, help="threads per process in the +threads modes (default 8)")
     parser.add_argument("--strategies", help="strategy families (default: the default suite)")
+    parser.add_argument("--retrievers", default="bm25,dense", help="which of bm25 and dense run in --modes (default both)")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -234,9 +235,13 @@ def main() -> None:
         modes = [m for m in modes if not m.startswith("ray")]
         sleepy_modes = [m for m in sleepy_modes if not m.startswith("ray")]
     common = dict(max_examples=budget, slots=args.slots, concurrency=args.concurrency, strategies=args.strategies)
+    retrievers = [r for r in args.retrievers.split(",") if r]
+    unknown = sorted(set(retrievers) - {"bm25", "dense"})
+    if unknown:
+        parser.error(f"--retrievers: expected bm25 and/or dense, got {', '.join(unknown)}")
     plan = []
     for size in sizes:
-        for retriever in ("bm25", "dense"):
+        for retriever in retrievers:
             plan += [dict(size=size, retriever=retriever, cases=cases, mode=m, **common) for m in modes]
     sleepy = args.sleepy_cases or (2 if args.quick else 4)
     plan += [dict(size=min(sizes), retriever="bm25+50ms", cases=sleepy, mode=m, **common) for m in sleepy_modes]

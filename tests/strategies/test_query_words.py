@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from ragmorph.adapters import BM25Retriever
 from ragmorph.adapters import default_tokenize
 from ragmorph.model import Chunk, Corpus
-from ragmorph.strategies._core import query_tokens, shared_tokens
 from ragmorph.strategies.query import EDITS, _edited, query_words
 from support.reference_bm25 import reference_tokenize
 
@@ -71,17 +70,3 @@ def test_bm25_retriever_ranks_queries_with_the_same_words_identically(pair: tupl
     chunks = [Chunk(f"c{i}", " ".join(t + words[: i % (len(words) + 1)])) for i, t in enumerate(texts)]
     retriever = BM25Retriever(Corpus(chunks))
     assert retriever.retrieve(first, k=10) == retriever.retrieve(second, k=10)
-
-
-# Texts built from a few overlapping pieces, so tokens hide inside longer words, repeat, touch punctuation and
-# casefold to others ("ß" -> "ss", "Ǆ" -> "ǆ").
-_PIECES = st.sampled_from(["aa", "a", "aaa", "ss", "ß", "Straße", "strasse", "x_1", "1", "10", "é", "é", "Ǆ", "ǆ", "policy", "policies"])
-_TEXT = st.lists(st.tuples(_PIECES, st.sampled_from(["", " ", "-", ".", "_", "\u00a0"])), max_size=8).map(lambda parts: "".join(a + b for a, b in parts))
-
-
-@settings(max_examples=300, deadline=None)
-@given(query=_TEXT, texts=st.lists(_TEXT, max_size=5))
-def test_shared_tokens_counts_exactly_the_query_tokens_a_text_holds(query: str, texts: list[str]) -> None:
-    count = shared_tokens(query_tokens(query))
-    for text in texts:
-        assert count(text) == len(set(query_tokens(query)) & set(default_tokenize(text)))

@@ -355,6 +355,23 @@ def invalid_observation(world: World, error: InvalidResponse) -> Observation:
     return Observation(world, Ranking(), _Metrics(world, Ranking()), invalid=str(error), rule=error.rule)
 
 
+def _updated(before: Corpus, after: Corpus) -> tuple[Chunk, ...] | None:
+    """The chunks of `after` whose content differs from `before`'s chunk of the same id, in `after`'s order; None
+    when the two do not hold the same ids. A derived corpus shares its unchanged chunk objects with its parent,
+    so pairs in the same place that are the same object are passed over without comparing fields."""
+    if len(after) != len(before):
+        return None
+    changed = []
+    for old, new in zip(before.chunks, after.chunks):
+        if old is not new:
+            held = before.get(new.id)
+            if held is None:
+                return None
+            if held != new:
+                changed.append(new)
+    return tuple(changed)
+
+
 class Executor:
     """Runs plans for one retriever over one base corpus: a lazily built base instance, fresh ones, call counting.
 
@@ -638,9 +655,9 @@ class Executor:
                 return _NO_DELTA
             if edit is Edit.UPDATE and not (self.has_factory and self.capabilities.supports_update):
                 return _NO_UPDATE
-            if len(corpus) != len(self.corpus) or any(c.id not in self.corpus for c in corpus):
+            changed = _updated(self.corpus, corpus)
+            if changed is None:
                 return _NOT_AN_UPDATE
-            changed = tuple(c for c in corpus if self.corpus[c.id] != c)
             return (Step(query, params, upsert=changed) if edit is Edit.ADD else Step(query, params, update=changed)), corpus
         if not (self.has_factory and self.capabilities.supports_index):
             return _NO_INDEX

@@ -1,0 +1,85 @@
+"""The token index behind the strategies' corpus scans: every answer read from it equals the scan it replaced,
+over generated corpora and corpora derived from them (removals, additions, in-place updates)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ragmorph.adapters import default_tokenize
+from ragmorph.model import Case, Chunk, Corpus, Params, World
+from ragmorph.strategies import _core
+from ragmorph.strategies._core import TokenIndex, matching_ids, query_tokens, token_index, vocabulary
+from ragmorph.strategies.odd_query import _unrelated_words
+
+# Pieces whose tokens hide inside longer words, repeat, touch punctuation, casefold to others or to ASCII
+# ("ß" -> "ss", Kelvin sign -> "k", long s -> "s"), and a separator-like NUL inside a text.
+_PIECES = st.sampled_from(
+    ["aa", "a", "aaa", "ss", "ß", "Straße", "strasse", "x_1", "1", "10", "é", "é", "Ǆ", "\u212a", "\u017f", "k", "s",
+     "policy", "policies", "et", "sit", "amet", "\x00", "Q"]
+)
+_GLUE = st.sampled_from(["", " ", "-", ".", "_", "\u00a0", "\n", "\x00", "\x1f"])
+_TEXT = st.lists(st.tuples(_PIECES, _GLUE), max_size=8).map(lambda parts: "".join(a + b for a, b in parts))
+
+
+@pytest.fixture(autouse=True)
+def small_blocks(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Blocks of 3 chunks, so a corpus of a few chunks spans several blocks (ASCII ones and others)."""
+    monkeypatch.setattr(_core, "_BLOCK", 3)
+    yield
+
+
+@st.composite
+def corpora(draw: st.DrawFn) -> Corpus:
+    """A corpus, or one derived from it by removals, additions and in-place updates."""
+    texts = draw(st.lists(_TEXT, min_size=0, max_size=10))
+    corpus = Corpus([Chunk(f"c{i}", text or "-") for i, text in enumerate(texts)])
+    for _ in range(draw(st.integers(0, 3))):
+        edit = draw(st.sampled_from(["remove", "add", "update"]))
+        ids = list(corpus.ids)
+        if edit == "remove" and ids:
+            corpus = corpus.without(draw(st.lists(st.sampled_from(ids), max_size=2, unique=True)))
+        elif edit == "update" and ids:
+            corpus = corpus.replaced(Chunk(draw(st.sampled_from(ids)), draw(_TEXT) or "-"))
+        else:
+            added = [Chunk(f"n{len(ids)}.{i}", draw(_TEXT) or "-") for i in range(draw(st.integers(1, 2)))]
+            corpus = corpus.with_chunks(added, at=draw(st.integers(0, len(ids))))
+    return corpus
+
+
+@settings(max_examples=150, deadline=None)
+@given(corpus=corpora(), query=_TEXT)
+def test_the_index_holds_each_chunks_tokens_and_nothing_else(corpus: Corpus, query: str) -> None:
+    index = TokenIndex.of(corpus.chunks)
+    held = [set(default_tokenize(chunk.text)) for chunk in corpus]
+    assert set(index.numbers) == set().union(*held)
+    for token in set(index.numbers) | set(query_tokens(query)):
+        assert index.holders(token).tolist() == [n for n, tokens in enumerate(held) if token in tokens]
+
+
+@settings(max_examples=150, deadline=None)
+@given(corpus=corpora(), query=_TEXT)
+def test_matching_ids_rank_by_shared_query_tokens_as_a_scan_does(corpus: Corpus, query: str) -> None:
+    wanted = set(query_tokens(query))
+    rows = sorted((-len(wanted & set(default_tokenize(c.text))), n, c.id) for n, c in enumerate(corpus))
+    world = World(corpus=corpus, case=Case(id="q", query=query), params=Params(5))
+    assert matching_ids(world) == [chunk_id for unshared, _, chunk_id in rows if unshared]
+
+
+@settings(max_examples=60, deadline=None)
+@given(corpus=corpora(), words=st.lists(st.sampled_from(vocabulary().filler[:40]), max_size=6))
+def test_unrelated_words_are_the_filler_words_no_chunk_holds_as_a_scan_finds(corpus: Corpus, words: list[str]) -> None:
+    # Filler words placed in the corpus are held; the rest must come back, in the vocabulary's order.
+    corpus = corpus.with_chunks([Chunk("filler", " ".join(words) or "-")])
+    held = set().union(*(default_tokenize(c.text) for c in corpus))
+    expected = [w for w in vocabulary().filler if not held.intersection(query_tokens(w))][:200]
+    assert _unrelated_words(corpus) == expected
+
+
+def test_one_index_per_corpus() -> None:
+    corpus = Corpus([Chunk("a", "one two"), Chunk("b", "two three")])
+    assert token_index(corpus) is token_index(corpus)
+    assert token_index(corpus.without(["a"])).holders("one").tolist() == []
