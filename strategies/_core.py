@@ -205,12 +205,14 @@ class TokenIndex:
         number = self.numbers.get(token)
         if number is None:
             return np.zeros(0, np.intp)
-        return np.unique(np.searchsorted(self.ends, np.flatnonzero(self.tokens == number)))
+        held = np.zeros(len(self.ends), bool)
+        held[np.searchsorted(self.ends, np.flatnonzero(self.tokens == number))] = True
+        return np.flatnonzero(held)
 
     @classmethod
     def of(cls, chunks: Sequence[Chunk]) -> TokenIndex:
         """The index of `chunks` (one pass; str.split for ASCII text, the tokenizer itself for any other)."""
-        numbers = {_SEPARATOR: -1}
+        numbers = _Numbering({_SEPARATOR: -1})
         parts = []
         for start in range(0, len(chunks), _BLOCK):
             texts = [chunk.text for chunk in chunks[start : start + _BLOCK]]
@@ -223,12 +225,18 @@ class TokenIndex:
                 for text in texts:
                     flat += default_tokenize(text)
                     flat.append(_SEPARATOR)
-            for token in set(flat).difference(numbers):
-                numbers[token] = len(numbers) - 1
             parts.append(np.fromiter(map(numbers.__getitem__, flat), np.int32, len(flat)))
         del numbers[_SEPARATOR]
         tokens = np.concatenate(parts) if parts else np.zeros(0, np.int32)
-        return cls(numbers, tokens, np.flatnonzero(tokens == -1))
+        return cls(dict(numbers), tokens, np.flatnonzero(tokens == -1))
+
+
+class _Numbering(dict[str, int]):
+    """Token -> number, numbering a token on its first lookup (a hit costs a plain dict lookup, at C speed)."""
+
+    def __missing__(self, token: str) -> int:
+        number = self[token] = len(self) - 1
+        return number
 
 
 def token_index(corpus: Corpus) -> TokenIndex:
