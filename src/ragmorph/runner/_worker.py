@@ -127,10 +127,8 @@ class WorkerPool:
         self.size = size
         self.width = batches_in_flight(concurrency)
         self._first = self.width  # batches each worker is sent at first (set per run)
-        self._setup = pickle.dumps(
-            ([p for p in sys.path if p], tuple(modules), pickle.dumps(corpora, protocol=_PROTOCOL), concurrency),
-            protocol=_PROTOCOL,
-        )
+        self._setup_parts = ([p for p in sys.path if p], tuple(modules), corpora, concurrency)
+        self._setup = b""
         self._processes: list[subprocess.Popen[bytes]] = []
 
     def __enter__(self) -> WorkerPool:
@@ -138,6 +136,13 @@ class WorkerPool:
             self._processes.append(
                 subprocess.Popen([sys.executable, "-m", "ragmorph.runner._worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
             )
+        # Pickled while the workers start their interpreters (a 100k-chunk corpus takes seconds either way).
+        path, modules, corpora, concurrency = self._setup_parts
+        try:
+            self._setup = pickle.dumps((path, modules, pickle.dumps(corpora, protocol=_PROTOCOL), concurrency), protocol=_PROTOCOL)
+        except BaseException as error:
+            self.__exit__(type(error), error, error.__traceback__)  # no worker is left waiting for its setup
+            raise
         return self
 
     def __exit__(self, *exc: Any) -> None:
