@@ -53,13 +53,12 @@ class _Posting:
 
 # Every term any index of this process has seen, numbered in order of first sight (a term's number is the same in
 # every index, so a text's counts are computed once and shared).
-_TERMS: list[str] = []
 _NUMBERS: dict[str, int] = {}
 _NUMBERING = threading.Lock()
 
 
 class _Counted:
-    """A text's term counts (read only): parallel arrays of term numbers (see _TERMS) and frequencies, first seen
+    """A text's term counts (read only): parallel arrays of term numbers (see _NUMBERS) and frequencies, first seen
     first, and the text's length in tokens. About 0.7 kB for a 45-term chunk."""
 
     __slots__ = ("length", "terms", "tfs")
@@ -70,8 +69,7 @@ class _Counted:
         with _NUMBERING:
             for term in counts:
                 if term not in _NUMBERS:
-                    _NUMBERS[term] = len(_TERMS)
-                    _TERMS.append(term)
+                    _NUMBERS[term] = len(_NUMBERS)
             self.terms = np.fromiter(map(_NUMBERS.__getitem__, counts), dtype=np.int32, count=len(counts))
         self.tfs = np.fromiter(counts.values(), dtype=np.int32, count=len(counts))
 
@@ -107,7 +105,7 @@ class BM25Retriever(SlotIndex):
         self.k1 = float(k1)
         self.b = float(b)
         self.tokenize: Tokenizer = tokenizer or default_tokenize
-        # Postings and document frequencies by term number (see _TERMS). The first add into an empty index (the
+        # Postings and document frequencies by term number (see _NUMBERS). The first add into an empty index (the
         # build) keeps its postings as ranges of two sorted arrays, `_bulk`, and a term gets a _Posting of its own
         # only when a query, a delta or a rollback first needs it: a build makes no Python object per term.
         self._postings: dict[int, _Posting] = {}
