@@ -308,11 +308,14 @@ def _content(chunk: Chunk) -> tuple[object, ...]:
 
 def _copies(base: Observation, follow: Observation) -> list[tuple[str, str]]:
     """(changed id, id of the chunk whose content it now has) for every chunk the follow-up corpus changed."""
-    corpus = follow.world.corpus
+    corpus, before = follow.world.corpus, base.world.corpus
+    # A chunk in the same place as the very same object is unchanged: no lookup (the corpora share chunk objects).
+    same = [old is new for old, new in zip(before.chunks, corpus.chunks)]
+    same += [False] * (len(corpus) - len(same))
     return [
         (chunk.id, other.id)
-        for chunk in corpus
-        if base.world.corpus.get(chunk.id) not in (None, chunk)
+        for chunk, kept in zip(corpus.chunks, same)
+        if not kept and before.get(chunk.id) not in (None, chunk)
         for other in corpus
         if other.id != chunk.id and _content(other) == _content(chunk)
     ]

@@ -179,14 +179,14 @@ class TokenSupport:
             bare: str | None = None
             for claim, words, digits, years in tests:
                 # The judge's own ratio, on a superset of the words it would find: never below the judge's.
-                if words and sum(1 for word in words if word in normal) / len(words) < self.threshold:
+                if words and sum(map(normal.__contains__, words)) / len(words) < self.threshold:
                     continue
                 if digits:
                     if bare is None:
                         bare = normal.replace(",", "").replace(".", "")
-                    if not all(number in bare for number in digits):
+                    if not all(map(bare.__contains__, digits)):
                         continue
-                if years and not all(year in normal for year in years):
+                if years and not all(map(normal.__contains__, years)):
                     continue
                 if self.supports(claim, text):
                     found[claim].append(position)

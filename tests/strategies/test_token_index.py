@@ -1,8 +1,9 @@
-"""The token index behind the strategies' corpus scans: every answer read from it equals the scan it replaced,
-over generated corpora and corpora derived from them (removals, additions, in-place updates)."""
+"""The strategies' corpus scans: every answer read from the token index equals the scan it replaced, over generated
+corpora and corpora derived from them (removals, additions, in-place updates); metadata counts equal a plain count."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 
 import pytest
@@ -13,6 +14,7 @@ from ragmorph.adapters import default_tokenize
 from ragmorph.model import Case, Chunk, Corpus, Params, World
 from ragmorph.strategies import _core
 from ragmorph.strategies._core import TokenIndex, matching_ids, query_tokens, token_index, vocabulary
+from ragmorph.strategies.filtering import _metadata_counts, _pair_key, _scalar_items
 from ragmorph.strategies.odd_query import _unrelated_words
 
 # Pieces whose tokens hide inside longer words, repeat, touch punctuation, casefold to others or to ASCII
@@ -37,7 +39,7 @@ def corpora(draw: st.DrawFn) -> Corpus:
     """A corpus, or one derived from it by removals, additions and in-place updates."""
     texts = draw(st.lists(_TEXT, min_size=0, max_size=10))
     corpus = Corpus([Chunk(f"c{i}", text or "-") for i, text in enumerate(texts)])
-    for _ in range(draw(st.integers(0, 3))):
+    for step in range(draw(st.integers(0, 3))):
         edit = draw(st.sampled_from(["remove", "add", "update"]))
         ids = list(corpus.ids)
         if edit == "remove" and ids:
@@ -45,7 +47,7 @@ def corpora(draw: st.DrawFn) -> Corpus:
         elif edit == "update" and ids:
             corpus = corpus.replaced(Chunk(draw(st.sampled_from(ids)), draw(_TEXT) or "-"))
         else:
-            added = [Chunk(f"n{len(ids)}.{i}", draw(_TEXT) or "-") for i in range(draw(st.integers(1, 2)))]
+            added = [Chunk(f"n{step}.{i}", draw(_TEXT) or "-") for i in range(draw(st.integers(1, 2)))]
             corpus = corpus.with_chunks(added, at=draw(st.integers(0, len(ids))))
     return corpus
 
@@ -83,3 +85,23 @@ def test_one_index_per_corpus() -> None:
     corpus = Corpus([Chunk("a", "one two"), Chunk("b", "two three")])
     assert token_index(corpus) is token_index(corpus)
     assert token_index(corpus.without(["a"])).holders("one").tolist() == []
+
+
+_VALUES = st.sampled_from([1, True, 1.0, "1", None, 0, False, "a", [1], {"x": 1}])
+
+
+@settings(max_examples=150, deadline=None)
+@given(metadata=st.lists(st.dictionaries(st.sampled_from(["a", "b", "c"]), _VALUES, max_size=3), max_size=8))
+def test_metadata_counts_equal_a_chunk_by_chunk_count(metadata: list[dict[str, object]]) -> None:
+    corpus = Corpus([Chunk(f"c{i}", "text", metadata=m) for i, m in enumerate(metadata)])
+    expected: Counter[tuple[str, object]] = Counter()
+    for chunk in corpus:
+        for pair in _scalar_items(chunk.metadata):
+            expected[pair] += 1
+    counts, common = _metadata_counts(corpus)
+    # The same counts under the same pairs: which of 1, True and 1.0 (equal keys) names a pair is the first met.
+    def named(found: Counter[tuple[str, object]]) -> list[tuple[str, str, str, int]]:
+        return sorted((*_pair_key(pair), n) for pair, n in found.items())
+
+    assert named(counts) == named(expected)
+    assert common == sorted(expected, key=lambda pair: (-expected[pair], _pair_key(pair)))
