@@ -118,5 +118,5 @@ FAMILY = Family(
     relations=RELATIONS,
     perturbation_types=(CallWith,),
     draw=calls_with,
-    max_examples=12,
+    max_examples=8,
 )

@@ -144,4 +144,5 @@ FAMILY = Family(
     relations=RELATIONS,
     perturbation_types=(RaiseCutoff,),
     draw=raised_cutoffs,
+    max_examples=15,
 )

@@ -105,5 +105,5 @@ FAMILY = Family(
     draw=depth_removals,
     edits_corpus=True,
     perturbation_types=(RemoveAtDepth,),
-    max_examples=6,
+    max_examples=4,
 )

@@ -341,5 +341,5 @@ FAMILY = Family(
     perturbation_types=(InjectDistractors,),
     draw=distractor_injections,
     edits_corpus=True,
-    max_examples=15,
+    max_examples=9,
 )

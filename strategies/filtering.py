@@ -358,5 +358,5 @@ FAMILY = Family(
     relations=RELATIONS,
     draw=filterings,
     perturbation_types=(ApplyFilters,),
-    max_examples=8,
+    max_examples=5,
 )

@@ -524,5 +524,5 @@ FAMILY = Family(
     applicable=_applicable,
     edits_corpus=True,
     perturbation_types=(UpdateChunk, AddExisting, Reindex, AgainstFresh, Grow),
-    max_examples=15,
+    max_examples=9,
 )

@@ -148,6 +148,6 @@ FAMILY = Family(
     perturbation_types=(EditQuery,),
     draw=query_edits,
     applicable=_applicable,
-    max_examples=10,
+    max_examples=6,
     explicit=every_edit,
 )

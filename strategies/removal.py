@@ -155,5 +155,5 @@ FAMILY = Family(
     draw=removals,
     applicable=_applicable,
     edits_corpus=True,
-    max_examples=12,
+    max_examples=8,
 )

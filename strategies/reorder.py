@@ -152,5 +152,5 @@ FAMILY = Family(
     draw=reorderings,
     applicable=_applicable,
     edits_corpus=True,
-    max_examples=10,
+    max_examples=6,
 )

@@ -185,5 +185,5 @@ FAMILY = Family(
     perturbation_types=(RepeatCall, RoundTrip),
     draw=repeats,
     explicit=first_repeats,
-    max_examples=10,
+    max_examples=6,
 )

@@ -37,7 +37,7 @@ from ragmorph.relations import (
 
 from ._core import Family, PerturbationBase, between_filters, check_never, corpus_diff, ks_strategy, matching_ids
 
-__all__ = ["FAMILY", "RELATIONS", "AnotherInstance", "FreshAfterCalls", "FreshWithout", "fresh_checks"]
+__all__ = ["FAMILY", "RELATIONS", "AnotherInstance", "FreshAfterCalls", "FreshWithout", "first_fresh_checks", "fresh_checks"]
 
 _CANDIDATES = 12
 
@@ -117,6 +117,18 @@ def fresh_checks(world: World, *, ks: Sequence[int], filters: bool = True, **_: 
     return st.one_of(without, another, after)
 
 
+def first_fresh_checks(world: World, *, ks: Sequence[int], **_: object) -> tuple[PerturbationBase, ...]:
+    """The check tried first: another instance without the chunk sharing most query words is built and asked
+    between two base calls, at the largest k (in the space `fresh_checks` draws from).
+
+    It goes before any drawn check because state shared between instances shows cleanly only in the plan that
+    creates it: once a drawn plan has built a fresh instance over another corpus, a shared index shows as a
+    disagreement with a fresh instance of the same corpus, whose corpus cannot be minimised.
+    """
+    candidates = matching_ids(world)[:_CANDIDATES]
+    return (AnotherInstance(k=max(ks), ids=(candidates[0],)),) if candidates else ()
+
+
 def _agrees(base: Observation, follow: Observation) -> Verdict:
     verdict = compare_up_to_ties(base.ranking.hits, follow.ranking.hits)
     if not verdict.holds:
@@ -193,5 +205,6 @@ FAMILY = Family(
     draw=fresh_checks,
     edits_corpus=True,
     perturbation_types=(FreshAfterCalls, FreshWithout, AnotherInstance),
-    max_examples=10,
+    explicit=first_fresh_checks,
+    max_examples=6,
 )

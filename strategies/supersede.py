@@ -203,5 +203,5 @@ FAMILY = Family(
     draw=supersessions,
     applicable=_applicable,
     edits_corpus=True,
-    max_examples=10,
+    max_examples=6,
 )

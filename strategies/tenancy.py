@@ -186,5 +186,5 @@ FAMILY = Family(
     perturbation_types=(ApplyTenantFilter, AskAsOtherTenant),
     draw=tenant_changes,
     applicable=_applicable,
-    max_examples=8,
+    max_examples=5,
 )

@@ -44,7 +44,7 @@ def test_a_trait_is_suggested_only_when_its_evidence_always_held_often_enough() 
 def test_the_report_suggests_lexical_for_a_plain_bm25_and_not_for_a_dense_retriever() -> None:
     world = demo_world()
     report = check(
-        {"plain": PlainBM25, "dense": DenseRetriever}, world.corpus, world.cases[:1], strategies=["filters", "odd_query"]
+        {"plain": PlainBM25, "dense": DenseRetriever}, world.corpus, world.cases[:2], strategies=["filters", "odd_query"]
     )
     data = report.to_dict()
     validate_report(data)
