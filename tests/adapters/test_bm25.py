@@ -91,3 +91,30 @@ def test_bm25s_is_a_factory_without_deltas() -> None:
     capabilities = describe_capabilities(BM25sRetriever)
     assert capabilities.kind == "factory" and not capabilities.supports_delta
     assert BM25sRetriever(Corpus([])).retrieve("x", k=2) == []
+
+
+def test_an_index_pickled_into_another_process_answers_the_same() -> None:
+    # Term numbers are per process (first sight): a copy sent to a worker (--jobs, Ray) must find its terms by name.
+    import pickle
+    import subprocess
+    import sys
+
+    BM25Retriever(Corpus([Chunk("z", "zebra yak xylophone quokka")]))  # numbers this process's terms unlike a new one's
+    retriever = BM25Retriever(Corpus([Chunk("a", "leave policy"), Chunk("b", "tax leave leave"), Chunk("c", "bonus")]))
+    retriever.remove(["c"])
+    retriever.add([Chunk("n", "leave bonus")])
+    retriever.retrieve("tax", k=3)  # one posting made from the build's ranges, the others not
+    script = (
+        "import pickle, sys\n"
+        "from ragmorph.adapters import BM25Retriever\n"
+        "from ragmorph.model import Chunk, Corpus\n"
+        "BM25Retriever(Corpus([Chunk('o', 'other words first bonus')]))\n"
+        "copy = pickle.loads(sys.stdin.buffer.read())\n"
+        "copy.remove(['a'])\n"
+        "copy.add([Chunk('m', 'policy leave')])\n"
+        "sys.stdout.buffer.write(pickle.dumps([copy.retrieve(q, k=5) for q in ('leave', 'tax bonus', 'policy')]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], input=pickle.dumps(retriever), capture_output=True, check=True)
+    retriever.remove(["a"])
+    retriever.add([Chunk("m", "policy leave")])
+    assert pickle.loads(done.stdout) == [retriever.retrieve(q, k=5) for q in ("leave", "tax bonus", "policy")]

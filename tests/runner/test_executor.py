@@ -158,3 +158,16 @@ def test_a_plan_starting_with_the_call_the_last_plan_ended_with_takes_its_answer
     assert executor.calls == 10
     executor.run(again)
     assert executor.calls == 12
+
+
+def test_a_reindexed_call_is_never_continued_as_an_unedited_one() -> None:
+    # A Step's `index` takes no part in its equality, so a re-index of the same query and k looks like the plain
+    # call: neither answer may stand for the other.
+    executor = _executor()
+    without_gold = attrs.evolve(WORLD, corpus=CORPUS.restricted(set(CORPUS.ids) - set(WORLD.case.gold_ids)))
+    again = Plan((Call(WORLD, Instance.SAME, role=Role.BASE), Call(WORLD, Instance.SAME, role=Role.FOLLOW)))
+    executor.run(Plan((Call(WORLD, Instance.SAME, role=Role.BASE), Call(without_gold, Instance.SAME, Edit.INDEX, Role.FOLLOW))))
+    after_reindex = executor.run(again)
+    assert after_reindex.base.ranking == after_reindex.follow.ranking and WORLD.case.gold_ids[0] in after_reindex.base.ranking.ids
+    reindexed = executor.run(Plan((Call(without_gold, Instance.SAME, Edit.INDEX, Role.BASE), Call(WORLD, Instance.SAME, role=Role.FOLLOW))))
+    assert WORLD.case.gold_ids[0] not in reindexed.base.ranking.ids

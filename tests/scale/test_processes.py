@@ -233,6 +233,14 @@ def test_the_cli_help_names_every_executor(capsys: pytest.CaptureFixture[str]) -
     assert all(name in out for name in EXECUTORS)
 
 
+def test_workers_stopped_early_leave_without_a_traceback(capfd: pytest.CaptureFixture[str]) -> None:
+    """Fail-fast stops the workers by closing their input (no stop message): they end quietly, not with EOFError."""
+    retrievers = {name: spec for name, spec in demo_retrievers().items() if name != "bm25"}  # the bug comes early
+    report = check(retrievers, WORLD.corpus, CASES, fail_fast=True, jobs=2, **SETTINGS)
+    assert report.to_dict()["summary"]["hard_failures"] >= 1
+    assert "Traceback" not in capfd.readouterr().err  # the workers write to this process's stderr descriptor
+
+
 def test_fail_fast_on_two_jobs_stops_where_a_serial_run_stops() -> None:
     retrievers = {name: spec for name, spec in demo_retrievers().items() if name != "bm25"}  # the bug comes early
     serial_report = check(retrievers, WORLD.corpus, CASES, fail_fast=True, **SETTINGS).to_dict()

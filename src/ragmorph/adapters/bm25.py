@@ -121,6 +121,26 @@ class BM25Retriever(SlotIndex):
     def __repr__(self) -> str:
         return f"BM25Retriever(<{len(self)} chunks>, k1={self.k1}, b={self.b})"
 
+    def __getstate__(self) -> dict[str, object]:
+        # Term numbers are this process's (_NUMBERS): a copy unpickled in another one (a --jobs or Ray worker)
+        # finds its terms by name and numbers them there.
+        with self._lock:  # a query may be turning a build range into a posting (`_posting`) meanwhile
+            state = super().__getstate__()
+            for name in ("_postings", "_bulk", "_df"):
+                state[name] = dict(state[name])  # type: ignore[call-overload]
+        used = state["_postings"].keys() | state["_bulk"].keys()  # type: ignore[attr-defined]
+        with _NUMBERING:
+            state["_terms"] = {number: term for term, number in _NUMBERS.items() if number in used}
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        terms: dict[int, str] = state.pop("_terms")  # type: ignore[assignment]
+        with _NUMBERING:
+            local = {number: _NUMBERS.setdefault(term, len(_NUMBERS)) for number, term in terms.items()}
+        for name in ("_postings", "_bulk", "_df"):
+            state[name] = {local[number]: value for number, value in state[name].items()}  # type: ignore[attr-defined]
+        super().__setstate__(state)
+
     def _counted(self, chunk: Chunk) -> _Counted:
         # Shared and read only: with the default tokenizer, every index holding this text gets the same record.
         if self.tokenize is default_tokenize:

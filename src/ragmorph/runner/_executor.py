@@ -355,6 +355,11 @@ def invalid_observation(world: World, error: InvalidResponse) -> Observation:
     return Observation(world, Ranking(), _Metrics(world, Ranking()), invalid=str(error), rule=error.rule)
 
 
+def _plain(step: Step | None) -> bool:
+    """Whether `step` is a call on the instance as it is, with no edit (a re-index takes no part in Step equality)."""
+    return step is not None and step.index is None and step == Step(step.query, step.params)
+
+
 def _updated(before: Corpus, after: Corpus) -> tuple[Chunk, ...] | None:
     """The chunks of `after` whose content differs from `before`'s chunk of the same id, in `after`'s order; None
     when the two do not hold the same ids. A derived corpus shares its unchanged chunk objects with its parent,
@@ -805,6 +810,7 @@ class Executor:
         return (
             tail is not None
             and job.key is None
+            and _plain(job.step)
             and job.step == tail.step
             and len(self.steps) == tail.steps
             and self.cache.builds == tail.builds
@@ -840,7 +846,7 @@ class Executor:
             if call.role is not None:
                 observed[call.role], sources[call.role] = observation(call.world, answer), self._source
         else:
-            if isinstance(job, _Job) and job.key is None and job.step == Step(job.query, job.params) and self._source is not None:
+            if isinstance(job, _Job) and job.key is None and _plain(job.step) and self._source is not None:
                 self._tail = _Tail(job.step, answer, self._source, len(self.steps), self.cache.builds)  # type: ignore[arg-type]
         base = observed.get(Role.BASE) or observation(plan.base, Ranking())
         follow = observed.get(Role.FOLLOW) or observation(plan.follow, Ranking())

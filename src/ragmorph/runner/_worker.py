@@ -58,7 +58,10 @@ def main() -> None:
     requests = sys.stdin.buffer
     # Registered before the retriever's modules load, so their exit handlers run first (last in, first out).
     atexit.register(_leave)
-    sys_path, modules, corpora_blob, concurrency = pickle.load(requests)
+    try:
+        sys_path, modules, corpora_blob, concurrency = pickle.load(requests)
+    except EOFError:
+        return  # the caller stopped before sending the setup (interrupted while pickling it): nothing to do
     # The caller's import path first, so its modules (and its copy of ragmorph) are the ones found here.
     sys.path[:] = [*sys_path, *(p for p in sys.path if p not in sys_path)]
     try:
@@ -88,7 +91,10 @@ def main() -> None:
     width = batches_in_flight(concurrency)
     with without_local_constants(), ThreadPoolExecutor(width, thread_name_prefix="ragmorph-batch") as pool:
         while True:
-            message = pickle.load(requests)
+            try:
+                message = pickle.load(requests)
+            except EOFError:
+                return  # the caller stopped without a stop message (fail-fast, an error there): not a clean stop
             if message is None:
                 break
             pool.submit(answer, *message)
