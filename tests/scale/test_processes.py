@@ -111,39 +111,6 @@ def test_an_adapter_file_is_loaded_in_every_worker(world_files: tuple[Path, Path
     assert jobs_report["metrics"] == serial_report["metrics"]
 
 
-CLEANING_UP = '''
-import atexit
-import os
-from pathlib import Path
-from ragmorph.adapters import BM25Retriever
-
-
-@atexit.register
-def _note_exit():
-    if os.environ.get("RAGMORPH_TEST_EXITS"):  # set for the workers; unset again in the test's own process
-        with Path(os.environ["RAGMORPH_TEST_EXITS"]).open("a") as notes:
-            notes.write(f"{os.getpid()}\\n")
-
-
-def factory(corpus):
-    return BM25Retriever(corpus)
-'''
-
-
-def test_a_retrievers_exit_handlers_run_in_every_worker(
-    world_files: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A worker leaves without tearing its heap down (fast), but after the exit handlers its retriever registered."""
-    corpus, cases = world_files
-    adapter = tmp_path / "cleaning.py"
-    adapter.write_text(CLEANING_UP, encoding="utf-8")
-    exits = tmp_path / "exits.txt"
-    monkeypatch.setenv("RAGMORPH_TEST_EXITS", str(exits))
-    assert _cli(corpus, cases, tmp_path / "jobs.json", "--jobs", "2", retrievers=(f"{adapter}:factory",)) == EXIT_OK
-    pids = exits.read_text(encoding="utf-8").split()
-    assert len(pids) == len(set(pids)) == 2 and str(os.getpid()) not in pids
-
-
 def test_an_object_that_cannot_be_pickled_is_a_usage_error_naming_it() -> None:
     from ragmorph.adapters import BM25Retriever
 

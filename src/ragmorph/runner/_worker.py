@@ -9,7 +9,6 @@ stream. Whatever the retriever prints goes to stderr: stdout carries only replie
 
 from __future__ import annotations
 
-import atexit
 import os
 import pickle
 import queue
@@ -56,8 +55,6 @@ def main() -> None:
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # a print() in the user's retriever goes to stderr, never into the reply stream
     requests = sys.stdin.buffer
-    # Registered before the retriever's modules load, so their exit handlers run first (last in, first out).
-    atexit.register(_leave)
     try:
         sys_path, modules, corpora_blob, concurrency = pickle.load(requests)
     except EOFError:
@@ -96,30 +93,8 @@ def main() -> None:
             except EOFError:
                 return  # the caller stopped without a stop message (fail-fast, an error there): not a clean stop
             if message is None:
-                break
+                return
             pool.submit(answer, *message)
-    global _FINISHED
-    _FINISHED = True
-
-
-# Set when the caller told the worker to stop and every batch was answered.
-_FINISHED = False
-
-
-def _leave() -> None:
-    """After a clean stop, end the process without tearing its heap down object by object.
-
-    The caller waits for its workers to exit, and freeing a worker's corpora, indexes and Hypothesis state one
-    object at a time took ~0.4 s under load, after the run's work was done. Exit handlers registered after this
-    one (a retriever's own) have run by now; threads were joined. As multiprocessing's children do, `os._exit`.
-    """
-    if _FINISHED:
-        logging = sys.modules.get("logging")
-        if logging is not None:
-            logging.shutdown()  # its own exit handler, registered on import before this one, is skipped
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
 
 
 class WorkerPool:
