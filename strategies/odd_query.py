@@ -126,11 +126,12 @@ def first_odd_queries(world: World, *, ks: Sequence[int], **_: object) -> tuple[
     units of 8 draws on the demo world, a fifth drew no Unicode form and none all four); the other kinds are
     drawn often enough.
     """
-    forms = dict.fromkeys(odd_query_text(world, kind) for kind in UNICODE_KINDS)
+    forms: dict[str, str] = {}  # each distinct text -> the first kind giving it
+    for kind in UNICODE_KINDS:
+        forms.setdefault(odd_query_text(world, kind), kind)
     forms.pop(world.case.query, None)
-    kinds = {odd_query_text(world, kind): kind for kind in reversed(UNICODE_KINDS)}
     return tuple(
-        OddQuery(k=max(ks), kind=kinds[text], query=text, filters=default_filters(world.case)) for text in forms
+        OddQuery(k=max(ks), kind=kind, query=text, filters=default_filters(world.case)) for text, kind in forms.items()
     )
 
 

@@ -125,8 +125,7 @@ def first_fresh_checks(world: World, *, ks: Sequence[int], **_: object) -> tuple
     creates it: once a drawn plan has built a fresh instance over another corpus, a shared index shows as a
     disagreement with a fresh instance of the same corpus, whose corpus cannot be minimised.
     """
-    candidates = matching_ids(world)[:_CANDIDATES]
-    return (AnotherInstance(k=max(ks), ids=(candidates[0],)),) if candidates else ()
+    return tuple(AnotherInstance(k=max(ks), ids=(top,)) for top in matching_ids(world)[:1])
 
 
 def _agrees(base: Observation, follow: Observation) -> Verdict:
