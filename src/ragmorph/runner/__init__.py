@@ -21,7 +21,7 @@ from ._backends import batches as _batches
 from ._replay import REPLAY_SCHEMA, ReplayOutcome, replay
 from ._report import REPORT_SCHEMA, CheckReport, ViolationsFound
 from ._executor import CallCache, CallPool, Executor, Probe, observation
-from ._heap import frozen_heap
+from ._heap import frozen_heap as _frozen_heap
 from ._search import search
 from ._spec import RetrieverSpec
 from ._stages import StageAttribution, attribute_stages
@@ -201,7 +201,7 @@ def check(
     # Batches may finish in any order; they are folded in plan order, so progress, fail-fast and the rows are
     # exactly a serial run's. The heap the run starts with (the corpus above all) stays out of the garbage
     # collector's full passes meanwhile (see _heap).
-    with frozen_heap():
+    with _frozen_heap():
         finished = backend.run(work, fail_fast=fail_fast)
         try:
             for index, outcome in finished:
