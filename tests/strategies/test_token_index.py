@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -105,3 +106,43 @@ def test_metadata_counts_equal_a_chunk_by_chunk_count(metadata: list[dict[str, o
 
     assert named(counts) == named(expected)
     assert common == sorted(expected, key=lambda pair: (-expected[pair], _pair_key(pair)))
+
+
+# Tokens around the widths of the index's keys (8 and 16 bytes), sharing their first 8 or 16 bytes, and non-ASCII
+# ones whose UTF-8 bytes reach those widths ("é" is 2 bytes, "中" 3).
+_STEMS = ["abcdefgh", "abcdefghijklmnop", "é" * 4, "中" * 5, "x"]
+_LONG_PIECES = st.builds(
+    lambda stem, tail, upper: (stem + tail).upper() if upper else stem + tail,
+    st.sampled_from(_STEMS),
+    st.sampled_from(["", "a", "q", "7", "_", "abcdefgh", "abcdefghi", "é", "ABCDEFGHIJKLMNOPQ"]),
+    st.booleans(),
+)
+_LONG_TEXT = st.lists(st.tuples(_LONG_PIECES, _GLUE), max_size=6).map(lambda parts: "".join(a + b for a, b in parts))
+
+
+@settings(max_examples=150, deadline=None)
+@given(texts=st.lists(_LONG_TEXT, max_size=8), query=_LONG_TEXT)
+def test_the_index_tells_tokens_apart_around_its_key_widths(texts: list[str], query: str) -> None:
+    corpus = Corpus([Chunk(f"c{i}", text or "-") for i, text in enumerate(texts)])
+    index = TokenIndex.of(corpus.chunks)
+    held = [set(default_tokenize(chunk.text)) for chunk in corpus]
+    assert set(index.numbers) == set().union(*held)
+    assert len(set(index.numbers.values())) == len(index.numbers)
+    for token in set(index.numbers) | set(query_tokens(query)):
+        assert index.holders(token).tolist() == [n for n, tokens in enumerate(held) if token in tokens]
+
+
+@settings(max_examples=100, deadline=None)
+@given(batches=st.lists(st.lists(st.text("abé_ 1", max_size=20)), min_size=1, max_size=4))
+def test_token_numbers_are_equal_exactly_for_equal_tokens_across_batches_and_table_growth(batches: list[list[str]]) -> None:
+    # Many distinct tokens per batch in a table that starts small: probes wrap around and the table grows.
+    keys, numbered = _core._TokenKeys(), {}
+    keys._bits, keys._slots = 1, np.full(2, -1, np.intp)  # two slots to start with
+    for batch in batches:
+        tokens = [token for text in batch for token in text.split()]
+        starts, numbers = keys.number(" ".join(tokens).encode("utf-8"))
+        assert len(starts) == len(numbers) == len(tokens)
+        for token, number in zip(tokens, numbers.tolist()):
+            assert numbered.setdefault(token, number) == number
+    assert len(set(numbered.values())) == len(numbered)
+    assert keys.vocabulary() == numbered
