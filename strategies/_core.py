@@ -195,6 +195,9 @@ _LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(8)] + [(1 << 64) - 1] *
 _HIGH_BYTES = np.array([0] * 9 + [(1 << (8 * n)) - 1 for n in range(1, 8)] + [(1 << 64) - 1], np.uint64)
 
 
+_POPCOUNT = np.array([bin(n).count("1") for n in range(256)], np.intp)
+
+
 @attrs.frozen(eq=False)
 class TokenIndex:
     """Every chunk's tokens under the built-in tokenizer (`query_tokens`), as numbers: the corpus vocabulary and, for
@@ -206,6 +209,7 @@ class TokenIndex:
     numbers: dict[str, int]  # every token of the corpus -> its number
     tokens: np.ndarray = attrs.field(repr=False)  # C ints: every chunk's token numbers in order, chunk after chunk
     ends: np.ndarray = attrs.field(repr=False)  # chunk i's tokens end before ends[i]
+    ascii: np.ndarray = attrs.field(repr=False)  # whether chunk i's text is ASCII
 
     def holders(self, token: str) -> np.ndarray:
         """The corpus positions of the chunks holding `token`, ascending (empty for a token no chunk holds)."""
@@ -216,20 +220,43 @@ class TokenIndex:
         held[np.searchsorted(self.ends, np.flatnonzero(self.tokens == number), side="right")] = True
         return np.flatnonzero(held)
 
+    def holding(self, groups: Sequence[Iterable[str]]) -> np.ndarray:
+        """For each chunk (by corpus position), how many of `groups` (each a few tokens) it holds a token of: one
+        pass over the corpus's tokens per 8 groups, where `holders` passes once per token."""
+        found = np.zeros(len(self.ends), np.intp)
+        numbered = [sorted({self.numbers[token] for token in group if token in self.numbers}) for group in groups]
+        numbered = [numbers for numbers in numbered if numbers]
+        if not numbered:
+            return found
+        starts = np.concatenate(([0], self.ends[:-1]))
+        empty = starts == self.ends  # reduceat gives an empty chunk the next token's bits: it holds none
+        reduced = int(np.searchsorted(starts, len(self.tokens)))  # chunks after the last token are all empty
+        for first in range(0, len(numbered), 8):
+            bits = np.zeros(len(self.numbers), np.uint8)  # token number -> the bits of the groups holding it
+            for bit, numbers in enumerate(numbered[first : first + 8]):
+                bits[numbers] |= np.uint8(1 << bit)
+            held = np.zeros(len(self.ends), np.uint8)
+            held[:reduced] = np.bitwise_or.reduceat(bits[self.tokens], starts[:reduced])
+            held[empty] = 0
+            found += _POPCOUNT[held]
+        return found
+
     @classmethod
     def of(cls, chunks: Sequence[Chunk]) -> TokenIndex:
         """The index of `chunks` (one pass; ASCII text as bytes with numpy, the tokenizer itself for any other)."""
         keys = _TokenKeys()
         tokens = array.array("i")  # grown in place block by block: no second copy while the blocks are joined
-        ends, count = [], 0
+        ends, ascii, count = [], [], 0
         for start in range(0, len(chunks), _BLOCK):
             texts = [chunk.text for chunk in chunks[start : start + _BLOCK]]
             joined = " ".join(texts)
             if joined.isascii():
+                ascii.append(np.ones(len(texts), bool))
                 raw = joined.encode("ascii").translate(_ASCII_FOLD)
                 lengths = np.fromiter(map(len, texts), np.intp, len(texts)) + 1
                 bounds = np.cumsum(lengths)  # byte offsets where each chunk ends (each text plus one space)
             else:
+                ascii.append(np.fromiter(map(str.isascii, texts), bool, len(texts)))
                 per_text = [default_tokenize(text) for text in texts]
                 raw = " ".join(token for held in per_text for token in held).encode("utf-8")
                 bounds = None
@@ -240,7 +267,9 @@ class TokenIndex:
             count += len(numbers)
             tokens.frombytes(numbers.tobytes())
         numbered = np.frombuffer(tokens, np.intc) if tokens else np.zeros(0, np.intc)
-        return cls(keys.vocabulary(), numbered, np.concatenate(ends) if ends else np.zeros(0, np.intp))
+        if not ends:
+            return cls(keys.vocabulary(), numbered, np.zeros(0, np.intp), np.zeros(0, bool))
+        return cls(keys.vocabulary(), numbered, np.concatenate(ends), np.concatenate(ascii))
 
 
 class _TokenKeys:
@@ -356,10 +385,7 @@ def matching_ids(world: World, *, exclude: Sequence[str] = ()) -> list[str]:
 
 def _matching(corpus: Corpus, query: str) -> tuple[str, ...]:
     # Depth, state and lifecycle each ask for the same corpus and query: one answer (the memo) serves all three.
-    index = token_index(corpus)
-    shared = np.zeros(len(corpus), np.int32)
-    for token in dict.fromkeys(query_tokens(query)):
-        shared[index.holders(token)] += 1
+    shared = token_index(corpus).holding([(token,) for token in dict.fromkeys(query_tokens(query))])
     holding = np.flatnonzero(shared)
     ranked = holding[np.lexsort((holding, -shared[holding]))]  # most shared first, ties by position
     chunks = corpus.chunks

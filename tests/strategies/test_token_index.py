@@ -65,6 +65,17 @@ def test_the_index_holds_each_chunks_tokens_and_nothing_else(corpus: Corpus, que
 
 
 @settings(max_examples=150, deadline=None)
+@given(corpus=corpora(), data=st.data())
+def test_holding_counts_the_groups_each_chunk_holds_a_token_of(corpus: Corpus, data: st.DataObject) -> None:
+    # Up to 20 groups (the index counts 8 at a time), of the corpus's tokens and tokens no chunk holds.
+    tokens = sorted(set().union(*(default_tokenize(chunk.text) for chunk in corpus))) + ["absent", "q"]
+    groups = data.draw(st.lists(st.lists(st.sampled_from(tokens), max_size=3), max_size=20))
+    held = [set(default_tokenize(chunk.text)) for chunk in corpus]
+    expected = [sum(1 for group in groups if held_here.intersection(group)) for held_here in held]
+    assert TokenIndex.of(corpus.chunks).holding(groups).tolist() == expected
+
+
+@settings(max_examples=150, deadline=None)
 @given(corpus=corpora(), query=_TEXT)
 def test_matching_ids_rank_by_shared_query_tokens_as_a_scan_does(corpus: Corpus, query: str) -> None:
     wanted = set(query_tokens(query))
