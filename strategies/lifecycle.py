@@ -27,6 +27,8 @@ the late chunk.
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -310,15 +312,18 @@ def _copies(base: Observation, follow: Observation) -> list[tuple[str, str]]:
     """(changed id, id of the chunk whose content it now has) for every chunk the follow-up corpus changed."""
     corpus, before = follow.world.corpus, base.world.corpus
     # A chunk in the same place as the very same object is unchanged: no lookup (the corpora share chunk objects).
-    same = [old is new for old, new in zip(before.chunks, corpus.chunks)]
-    same += [False] * (len(corpus) - len(same))
-    return [
-        (chunk.id, other.id)
-        for chunk, kept in zip(corpus.chunks, same)
-        if not kept and before.get(chunk.id) not in (None, chunk)
-        for other in corpus
-        if other.id != chunk.id and _content(other) == _content(chunk)
-    ]
+    moved = [*itertools.compress(corpus.chunks, map(operator.is_not, before.chunks, corpus.chunks)), *corpus.chunks[len(before) :]]
+    pairs = []
+    for chunk in moved:
+        if before.get(chunk.id) in (None, chunk):
+            continue
+        # Candidates share the text, found at C speed; then the rest of the content is compared.
+        same_text = itertools.compress(corpus.chunks, map(chunk.text.__eq__, map(_TEXT, corpus.chunks)))
+        pairs += [(chunk.id, other.id) for other in same_text if other.id != chunk.id and _content(other) == _content(chunk)]
+    return pairs
+
+
+_TEXT = operator.attrgetter("text")
 
 
 def added_existing_one_version(base: Observation, follow: Observation) -> Verdict:

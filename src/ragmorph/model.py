@@ -7,6 +7,7 @@ import hashlib
 import itertools
 import json
 import math
+import threading
 from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, Sequence
 from typing import Any
 
@@ -220,8 +221,42 @@ def _check_supersession(chunks: tuple[Chunk, ...], index: Mapping[str, int]) -> 
         done.update(path)
 
 
+def _build(parent: Corpus, recipe: tuple[Any, ...]) -> tuple[Chunk, ...]:
+    """The chunk tuple `recipe` makes of `parent`'s chunks: ("drop", ids), ("insert", at, new chunks) or
+    ("replace", position, chunk)."""
+    chunks = parent.chunks
+    kind = recipe[0]
+    if kind == "insert":
+        _, at, new = recipe
+        return chunks + new if at is None else chunks[:at] + new + chunks[at:]
+    if kind == "replace":
+        _, position, chunk = recipe
+        return chunks[:position] + (chunk,) + chunks[position + 1 :]
+    _, drop = recipe
+    if len(drop) * 64 >= len(chunks):
+        return tuple(c for c in chunks if c.id not in drop)
+    # Few removals: cut around their positions with C-level tuple slicing instead of a Python loop. A derived
+    # parent has no id index yet: find the chunk objects by identity (a C-level pass) rather than build one (a
+    # dict of every id, kept for the corpus's life).
+    if parent._index:
+        positions: Iterable[int] = sorted(map(parent.position, drop))
+    else:
+        objects = {id(parent[i]) for i in drop}
+        positions = itertools.compress(itertools.count(), map(objects.__contains__, map(id, chunks)))
+    kept: list[Chunk] = []
+    previous = 0
+    for position in positions:
+        kept.extend(chunks[previous:position])
+        previous = position + 1
+    kept.extend(chunks[previous:])
+    return tuple(kept)
+
+
 # How many delta-derived corpora may stack before lookups fall back to a full index of their own.
 _MAX_OVERLAY_DEPTH = 8
+
+# Publishes a derived corpus's chunk tuple once built, so that threads (--concurrency) all read the same object.
+_BUILD_LOCK = threading.Lock()
 
 
 @attrs.frozen(eq=False)
@@ -230,18 +265,23 @@ class Corpus:
 
     Corpora derived by `with_chunks`, `without` and `replaced` skip re-validating chunks that are already
     valid and answer lookups through their parent plus the delta, so a one-chunk perturbation of a large
-    corpus costs O(delta) for lookups instead of re-indexing every id.
+    corpus costs O(delta) for lookups instead of re-indexing every id. Their chunk tuple is built on first
+    read: a retriever that takes the delta never needs the 100k-element tuple of an edited corpus.
     """
 
-    chunks: tuple[Chunk, ...] = attrs.field(converter=_to_chunk_tuple)
+    _chunks: tuple[Chunk, ...] | None = attrs.field(converter=_to_chunk_tuple)
     _index: list[dict[str, int]] = attrs.field(init=False, repr=False)
     _overlay: tuple[Corpus, dict[str, Chunk], frozenset[str], int] | None = attrs.field(init=False, repr=False)
     _fingerprint: list[str] = attrs.field(init=False, repr=False)
-    _origin: tuple[Chunk, ...] = attrs.field(init=False, repr=False)
+    _origin: tuple[Chunk, ...] | None = attrs.field(init=False, repr=False)
+    # How to build the chunk tuple from a parent until it is read: (parent, recipe, length, depth); else None.
+    _pending: tuple[Corpus, tuple[Any, ...], int, int] | None = attrs.field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
+        chunks = self._chunks
+        assert chunks is not None
         index: dict[str, int] = {}
-        for position, chunk in enumerate(self.chunks):
+        for position, chunk in enumerate(chunks):
             if chunk.id in index:
                 raise InputError(
                     f"expected unique chunk ids, got id={chunk.id!r} at positions {index[chunk.id]} and {position}",
@@ -249,23 +289,38 @@ class Corpus:
                     value=chunk.id,
                 )
             index[chunk.id] = position
-        _check_supersession(self.chunks, index)
+        _check_supersession(chunks, index)
         object.__setattr__(self, "_index", [index])
         object.__setattr__(self, "_overlay", None)
         object.__setattr__(self, "_fingerprint", [])
-        object.__setattr__(self, "_origin", self.chunks)
+        object.__setattr__(self, "_origin", chunks)
+        object.__setattr__(self, "_pending", None)
 
     @classmethod
     def _derived(
         cls,
-        chunks: tuple[Chunk, ...],
+        chunks: tuple[Chunk, ...] | None,
         parent: Corpus | None = None,
         added: dict[str, Chunk] | None = None,
         removed: frozenset[str] = frozenset(),
+        recipe: tuple[Any, ...] | None = None,
+        length: int = 0,
     ) -> Corpus:
-        """Build from chunks the caller guarantees are valid and id-unique; the index is built on demand."""
+        """Build from chunks the caller guarantees are valid and id-unique; the index is built on demand.
+
+        `chunks` None: the tuple is `recipe` applied to `parent`'s chunks (`length` of them), built on first read.
+        """
         corpus = object.__new__(cls)
-        object.__setattr__(corpus, "chunks", chunks)
+        pending = None
+        if chunks is None:
+            assert parent is not None and recipe is not None
+            depth = parent._pending[3] + 1 if parent._pending is not None else 1
+            if depth > _MAX_OVERLAY_DEPTH:
+                # Bounded chains: building never recurses deeper than this through unbuilt parents.
+                chunks = _build(parent, recipe)
+            else:
+                pending = (parent, recipe, length, depth)
+        object.__setattr__(corpus, "_chunks", chunks)
         object.__setattr__(corpus, "_index", [])
         overlay = None
         if parent is not None:
@@ -275,7 +330,40 @@ class Corpus:
         object.__setattr__(corpus, "_overlay", overlay)
         object.__setattr__(corpus, "_fingerprint", [])
         object.__setattr__(corpus, "_origin", chunks)
+        object.__setattr__(corpus, "_pending", pending)
         return corpus
+
+    @property
+    def chunks(self) -> tuple[Chunk, ...]:
+        """The chunks, in corpus order (a derived corpus builds its tuple on the first read)."""
+        chunks = self._chunks
+        return self._origin_chunks() if chunks is None else chunks
+
+    @chunks.setter
+    def chunks(self, value: tuple[Chunk, ...]) -> None:
+        # Reached only through object.__setattr__ (attrs' frozen __setattr__ refuses plain assignment): an edit
+        # made behind the frozen class's back, which restore_if_changed undoes.
+        self._origin_chunks()
+        object.__setattr__(self, "_chunks", value)
+
+    def _origin_chunks(self) -> tuple[Chunk, ...]:
+        """The corpus's own chunk tuple, built from the parent and published once (thread-safe)."""
+        origin = self._origin
+        if origin is not None:
+            if self._chunks is None:
+                object.__setattr__(self, "_chunks", origin)
+            return origin
+        pending = self._pending
+        assert pending is not None
+        built = _build(pending[0], pending[1])
+        with _BUILD_LOCK:
+            if self._origin is None:
+                object.__setattr__(self, "_origin", built)
+                object.__setattr__(self, "_pending", None)  # the parent is no longer needed to build it
+            if self._chunks is None:
+                object.__setattr__(self, "_chunks", self._origin)
+        assert self._origin is not None
+        return self._origin
 
     def restore_if_changed(self) -> bool:
         """Undo a replacement of `chunks` made behind the frozen class's back; True when there was one.
@@ -284,9 +372,10 @@ class Corpus:
         calls this after every call: the edit becomes an error naming the retriever, and the corpus is whole
         again for every later call, unit and retriever.
         """
-        if self.chunks is self._origin:
+        chunks = self._chunks
+        if chunks is None or chunks is self._origin:
             return False
-        object.__setattr__(self, "chunks", self._origin)
+        object.__setattr__(self, "_chunks", self._origin)
         return True
 
     def _positions(self) -> dict[str, int]:
@@ -327,7 +416,11 @@ class Corpus:
         return absent | wanted.difference(corpus._positions())
 
     def __len__(self) -> int:
-        return len(self.chunks)
+        chunks = self._chunks
+        if chunks is not None:
+            return len(chunks)
+        pending = self._pending
+        return pending[2] if pending is not None else len(self.chunks)
 
     def __iter__(self) -> Iterator[Chunk]:
         return iter(self.chunks)
@@ -343,8 +436,40 @@ class Corpus:
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Corpus):
-            return self.chunks == other.chunks
+            # Lengths first: tuples compare item by item even when their lengths differ.
+            if self is other:
+                return True
+            if len(self) != len(other):
+                return False
+            known = self._equal_by_recipes(other)
+            if known is None:
+                known = other._equal_by_recipes(self)
+            return self.chunks == other.chunks if known is None else known
         return NotImplemented
+
+    def _equal_by_recipes(self, other: Corpus) -> bool | None:
+        """Whether this corpus, of as many chunks as `other`, holds the same chunks, read from the recipes of the
+        unbuilt corpora leading from `other` to it; None when they cannot tell (then compare the chunks)."""
+        steps = []
+        current = self
+        while current is not other:
+            pending = current._pending
+            if pending is None:
+                return None
+            steps.append(pending[1])
+            current = pending[0]
+        base = other._chunks
+        if base is not None and all(step[0] == "replace" for step in steps):
+            # In-place replacements keep every position: equal when each replaced position holds an equal chunk.
+            final = {step[1]: step[2] for step in reversed(steps)}
+            return all(base[position] == chunk for position, chunk in final.items())
+        for step in steps:
+            # An id this corpus gained that `other` lacks, or lost that `other` holds: not the same chunks.
+            if step[0] == "insert" and any(c.id in self and c.id not in other for c in step[2]):
+                return False
+            if step[0] == "drop" and any(i not in self and i in other for i in step[1]):
+                return False
+        return None
 
     def __hash__(self) -> int:
         return hash(self.chunks)
@@ -392,25 +517,7 @@ class Corpus:
             raise InputError(f"expected ids present in the corpus, got unknown ids {sorted(unknown)}", field="id")
         if not drop:
             return self
-        if len(drop) * 64 < len(self.chunks):
-            # Few removals: cut around their positions with C-level tuple slicing instead of a Python loop. A
-            # derived corpus has no id index yet: find the chunk objects by identity (a C-level pass) rather than
-            # build one (a dict of every id, kept for the corpus's life).
-            if self._index:
-                positions: Iterable[int] = sorted(self.position(i) for i in drop)
-            else:
-                objects = {id(self[i]) for i in drop}
-                positions = itertools.compress(itertools.count(), map(objects.__contains__, map(id, self.chunks)))
-            kept: list[Chunk] = []
-            previous = 0
-            for position in positions:
-                kept.extend(self.chunks[previous:position])
-                previous = position + 1
-            kept.extend(self.chunks[previous:])
-            chunks = tuple(kept)
-        else:
-            chunks = tuple(c for c in self.chunks if c.id not in drop)
-        return Corpus._derived(chunks, self, removed=drop)
+        return Corpus._derived(None, self, removed=drop, recipe=("drop", drop), length=len(self) - len(drop))
 
     def with_chunks(self, chunks: Iterable[Chunk], *, at: int | None = None) -> Corpus:
         """A corpus with `chunks` inserted at position `at` (default: appended); duplicate ids are an error."""
@@ -422,8 +529,7 @@ class Corpus:
                     f"expected unique chunk ids, got id={chunk.id!r} already in the corpus", field="id", value=chunk.id
                 )
             added[chunk.id] = chunk
-        combined = self.chunks + new if at is None else self.chunks[:at] + new + self.chunks[at:]
-        return Corpus._derived(combined, self, added=added)
+        return Corpus._derived(None, self, added=added, recipe=("insert", at, new), length=len(self) + len(new))
 
     def replaced(self, chunk: Chunk) -> Corpus:
         """A corpus where the chunk with `chunk.id` is replaced by `chunk`, keeping its position."""
@@ -431,7 +537,7 @@ class Corpus:
             raise InputError(f"expected a Chunk, got {describe(chunk)}", field="chunks", value=chunk)
         position = self.position(chunk.id)
         return Corpus._derived(
-            self.chunks[:position] + (chunk,) + self.chunks[position + 1 :], self, added={chunk.id: chunk}
+            None, self, added={chunk.id: chunk}, recipe=("replace", position, chunk), length=len(self)
         )
 
     def reordered(self, order: Sequence[int]) -> Corpus:

@@ -205,3 +205,87 @@ def test_adding_an_existing_id_is_an_input_error() -> None:
         corpus.with_chunks([Chunk("gx#1", "again")])
     with pytest.raises(InputError, match="already in the corpus"):
         corpus.with_chunks([Chunk("n", "x"), Chunk("n", "y")])
+
+
+def _plain(op: str, chunks: list[Chunk], n: int, fresh: int, ids: list[str]) -> list[Chunk] | None:
+    """What a derivation step does, on a plain list of chunks (None when the step does not apply)."""
+    if op == "add":
+        at = n % (len(chunks) + 1)
+        return chunks[:at] + [Chunk(f"new{fresh}", "added")] + chunks[at:]
+    if op == "append":
+        return chunks + [Chunk(f"new{fresh}", "appended"), Chunk(f"more{fresh}", "appended")]
+    if op == "readd":
+        gone = [i for i in ids if i not in {c.id for c in chunks}]
+        if not gone:
+            return None
+        at = n % (len(chunks) + 1)
+        return chunks[:at] + [Chunk(gone[0], "back")] + chunks[at:]
+    if op in ("remove", "remove2") and len(chunks) > 2:
+        drop = {chunks[n % len(chunks)].id, chunks[(n * 7 + 1) % len(chunks)].id} if op == "remove2" else {chunks[n % len(chunks)].id}
+        return [c for c in chunks if c.id not in drop]
+    if op in ("replace", "same") and chunks:
+        old = chunks[n % len(chunks)]
+        new = old if op == "same" else Chunk(old.id, f"replaced {n}")
+        return [new if c.id == old.id else c for c in chunks]
+    return None
+
+
+@given(
+    st.lists(st.sampled_from(["a", "b", "c", "d", "e", "f", "g"]), min_size=1, max_size=7, unique=True),
+    st.lists(
+        st.tuples(
+            st.sampled_from(["add", "append", "readd", "remove", "remove2", "replace", "same"]),
+            st.integers(0, 20),
+            st.booleans(),
+        ),
+        max_size=14,
+    ),
+)
+def test_unbuilt_derived_corpora_answer_like_plain_lists(ids: list[str], steps: list[tuple[str, int, bool]]) -> None:
+    """Derived corpora build their chunk tuple on first read; reading it or not, at any step of a chain (past the
+    overlay depth too), they hold, compare, pickle and restore exactly like corpora built from plain lists."""
+    import pickle
+
+    base = Corpus(Chunk(i, f"text {i}") for i in ids)
+    corpus, plain = base, list(base.chunks)
+    chain = [(base, list(plain))]
+    for fresh, (op, n, read) in enumerate(steps):
+        expected = _plain(op, plain, n, fresh, ids)
+        if expected is None:
+            continue
+        if op in ("add", "readd"):
+            corpus = corpus.with_chunks([expected[n % (len(plain) + 1)]], at=n % (len(plain) + 1))
+        elif op == "append":
+            corpus = corpus.with_chunks(expected[-2:])
+        elif op.startswith("remove"):
+            corpus = corpus.without({c.id for c in plain} - {c.id for c in expected})
+        else:
+            corpus = corpus.replaced(expected[n % len(plain)])
+        plain = expected
+        assert len(corpus) == len(plain)  # known before the tuple is built
+        if read:
+            assert corpus.chunks == tuple(plain)
+        chain.append((corpus, list(plain)))
+    for derived, held in chain:
+        # Equality (read from the recipes when they tell, else by content) against every other corpus of the chain.
+        for other, other_held in chain:
+            assert (derived == other) == (held == other_held)
+        assert derived.missing([*ids, "new0", "none"]) == {i for i in [*ids, "new0", "none"] if i not in {c.id for c in held}}
+        assert [derived.get(c.id) for c in held] == held
+    for derived, held in chain:
+        assert derived.chunks == tuple(held) and list(derived) == held and len(derived) == len(held)
+        assert derived.fingerprint == Corpus(held).fingerprint and hash(derived) == hash(Corpus(held))
+        copied = pickle.loads(pickle.dumps(derived))
+        assert copied == derived and copied.chunks == tuple(held)
+
+
+def test_a_derived_corpus_edited_before_its_chunks_are_built_is_restored() -> None:
+    """An edit behind the frozen class's back (object.__setattr__) on a corpus whose tuple is not built yet."""
+    base = Corpus(Chunk(i, f"text {i}") for i in "abcd")
+    derived = base.without(["b"])
+    object.__setattr__(derived, "chunks", ())
+    assert len(derived) == 0 and derived.chunks == ()
+    assert derived.restore_if_changed() and [c.id for c in derived.chunks] == ["a", "c", "d"]
+    assert not derived.restore_if_changed() and not base.without(["c"]).restore_if_changed()
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        derived.chunks = ()  # type: ignore[misc]

@@ -154,3 +154,49 @@ def test_added_existing_one_version_accepts_an_unchanged_ranking_or_a_tied_copy(
     assert not verdict.holds and "neither version" in verdict.detail
     assert not added_existing_one_version(before, obs([("faq-1", 3.0)], k=3, corpus=copied)).applicable
     assert not added_existing_one_version(before, obs([("hr-1", 2.0)], k=3)).applicable
+
+
+def _plain_copies(base: Observation, follow: Observation) -> list[tuple[str, str]]:
+    """The lifecycle family's copy pairs, read chunk by chunk (the reference for its C-speed scan)."""
+    from ragmorph.strategies.lifecycle import _content
+
+    corpus, before = follow.world.corpus, base.world.corpus
+    same = [old is new for old, new in zip(before.chunks, corpus.chunks)]
+    same += [False] * (len(corpus) - len(same))
+    return [
+        (chunk.id, other.id)
+        for chunk, kept in zip(corpus.chunks, same)
+        if not kept and before.get(chunk.id) not in (None, chunk)
+        for other in corpus
+        if other.id != chunk.id and _content(other) == _content(chunk)
+    ]
+
+
+_TEXTS = st.sampled_from(["leave policy", "Leave policy", "password reset", ""])
+
+
+@_QUICK
+@given(
+    st.lists(st.tuples(_TEXTS, st.sampled_from([None, "acme"])), min_size=1, max_size=6),
+    st.lists(
+        st.tuples(st.sampled_from(["replace", "add", "remove", "reorder"]), st.integers(0, 9), _TEXTS, st.sampled_from([None, "acme"])),
+        max_size=5,
+    ),
+)
+def test_lifecycle_copies_match_the_plain_scan(chunks: list[tuple[str, str | None]], edits: list[tuple[str, int, str, str | None]]) -> None:
+    from ragmorph.strategies.lifecycle import _copies
+
+    base = Corpus(Chunk(f"c{n}", text, tenant=tenant) for n, (text, tenant) in enumerate(chunks))
+    corpus = base
+    for number, (op, n, text, tenant) in enumerate(edits):
+        target = corpus.chunks[n % len(corpus)] if len(corpus) else None
+        if op == "replace" and target is not None:
+            corpus = corpus.replaced(attrs.evolve(target, text=text, tenant=tenant))
+        elif op == "add":
+            corpus = corpus.with_chunks([Chunk(f"n{number}", text, tenant=tenant)], at=n % (len(corpus) + 1))
+        elif op == "remove" and target is not None and len(corpus) > 1:
+            corpus = corpus.without([target.id])
+        elif op == "reorder" and len(corpus) > 1:
+            corpus = corpus.reordered([*range(1, len(corpus)), 0])
+    before, after = obs([], k=3, corpus=base), obs([], k=3, corpus=corpus)
+    assert _copies(before, after) == _plain_copies(before, after)

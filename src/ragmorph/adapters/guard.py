@@ -138,7 +138,7 @@ class GuardedRetriever:
         """Restore every corpus this call could see; (chunks before, chunks after the edit) for each edited one."""
         edited = []
         for given in {id(c): c for c in (self.corpus, corpus) if c is not None}.values():
-            size = len(given.chunks)
+            size = len(given)  # the chunks now held (len does not build a derived tuple)
             if given.restore_if_changed():
                 edited.append((len(given.chunks), size))
         return edited
