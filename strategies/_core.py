@@ -181,13 +181,21 @@ def query_tokens(text: str) -> tuple[str, ...]:
 
 # Scans of a whole corpus (the chunks sharing query words, the filler words no chunk holds) read one token index
 # per corpus instead of tokenising every chunk per scan. Blocks of this many chunks are tokenised at once: the
-# strings of one block are all that is alive beside the index (a whole 100k-chunk corpus would be 5M strings, and
-# blocks of 4,096 chunks left 20 MB more resident than blocks of 1,024).
+# arrays of one block are all that is alive beside the index.
 _BLOCK = 1024
-# ASCII characters that are not word characters (\w: letters, digits, underscore) become spaces, so splitting
-# at whitespace gives exactly the runs of word characters: the built-in tokenizer's tokens, without a regex.
-_NON_WORD = str.maketrans({i: " " for i in range(1, 128) if not (chr(i).isalnum() or chr(i) == "_")})
-_SEPARATOR = "\x00"  # between chunks: never a token (not a word character) and kept by _NON_WORD
+# ASCII text is tokenised as bytes: upper-case letters become lower-case (ASCII casefolding) and every byte that is
+# not a word character (\w: letters, digits, underscore) becomes a space, so the runs of other bytes are exactly
+# the built-in tokenizer's tokens.
+_ASCII_FOLD = bytes((c | 0x20 if 65 <= c <= 90 else c) if chr(c).isalnum() or c == 95 else 32 for c in range(128)) + bytes(128)
+_SPACE = 32
+# A token's key is its UTF-8 bytes zero-padded to _WIDE (two 64-bit words): exact, as no token holds a NUL byte.
+# Longer tokens (rare) are numbered through a dict instead.
+_WIDE = 16
+_LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(8)] + [(1 << 64) - 1] * 9, np.uint64)  # by token length
+_HIGH_BYTES = np.array([0] * 9 + [(1 << (8 * n)) - 1 for n in range(1, 8)] + [(1 << 64) - 1], np.uint64)
+
+
+_POPCOUNT = np.array([bin(n).count("1") for n in range(256)], np.intp)
 
 
 @attrs.frozen(eq=False)
@@ -199,8 +207,9 @@ class TokenIndex:
     """
 
     numbers: dict[str, int]  # every token of the corpus -> its number
-    tokens: np.ndarray = attrs.field(repr=False)  # C ints: each chunk's tokens in order, then -1
-    ends: np.ndarray = attrs.field(repr=False)  # the positions of the -1s: chunk i's tokens end before ends[i]
+    tokens: np.ndarray = attrs.field(repr=False)  # C ints: every chunk's token numbers in order, chunk after chunk
+    ends: np.ndarray = attrs.field(repr=False)  # chunk i's tokens end before ends[i]
+    ascii: np.ndarray = attrs.field(repr=False)  # whether chunk i's text is ASCII
 
     def holders(self, token: str) -> np.ndarray:
         """The corpus positions of the chunks holding `token`, ascending (empty for a token no chunk holds)."""
@@ -208,38 +217,158 @@ class TokenIndex:
         if number is None:
             return np.zeros(0, np.intp)
         held = np.zeros(len(self.ends), bool)
-        held[np.searchsorted(self.ends, np.flatnonzero(self.tokens == number))] = True
+        held[np.searchsorted(self.ends, np.flatnonzero(self.tokens == number), side="right")] = True
         return np.flatnonzero(held)
+
+    def holding(self, groups: Sequence[Iterable[str]]) -> np.ndarray:
+        """For each chunk (by corpus position), how many of `groups` (each a few tokens) it holds a token of: one
+        pass over the corpus's tokens per 8 groups, where `holders` passes once per token."""
+        found = np.zeros(len(self.ends), np.intp)
+        numbered = [sorted({self.numbers[token] for token in group if token in self.numbers}) for group in groups]
+        numbered = [numbers for numbers in numbered if numbers]
+        if not numbered:
+            return found
+        starts = np.concatenate(([0], self.ends[:-1]))
+        empty = starts == self.ends  # reduceat gives an empty chunk the next token's bits: it holds none
+        reduced = int(np.searchsorted(starts, len(self.tokens)))  # chunks after the last token are all empty
+        for first in range(0, len(numbered), 8):
+            bits = np.zeros(len(self.numbers), np.uint8)  # token number -> the bits of the groups holding it
+            for bit, numbers in enumerate(numbered[first : first + 8]):
+                bits[numbers] |= np.uint8(1 << bit)
+            held = np.zeros(len(self.ends), np.uint8)
+            held[:reduced] = np.bitwise_or.reduceat(bits[self.tokens], starts[:reduced])
+            held[empty] = 0
+            found += _POPCOUNT[held]
+        return found
 
     @classmethod
     def of(cls, chunks: Sequence[Chunk]) -> TokenIndex:
-        """The index of `chunks` (one pass; str.split for ASCII text, the tokenizer itself for any other)."""
-        numbers = _Numbering({_SEPARATOR: -1})
-        # Grown in place block by block: no second copy of every token number while the blocks are joined.
-        tokens = array.array("i")
+        """The index of `chunks` (one pass; ASCII text as bytes with numpy, the tokenizer itself for any other)."""
+        keys = _TokenKeys()
+        tokens = array.array("i")  # grown in place block by block: no second copy while the blocks are joined
+        ends, ascii, count = [], [], 0
         for start in range(0, len(chunks), _BLOCK):
             texts = [chunk.text for chunk in chunks[start : start + _BLOCK]]
-            # casefold maps each character alone, so folding the joined texts folds each text.
-            joined = f" {_SEPARATOR} ".join(texts).casefold() + f" {_SEPARATOR}"
-            if joined.isascii() and joined.count(_SEPARATOR) == len(texts):  # no text holds the separator itself
-                flat = joined.translate(_NON_WORD).split()
+            joined = " ".join(texts)
+            if joined.isascii():
+                ascii.append(np.ones(len(texts), bool))
+                raw = joined.encode("ascii").translate(_ASCII_FOLD)
+                lengths = np.fromiter(map(len, texts), np.intp, len(texts)) + 1
+                bounds = np.cumsum(lengths)  # byte offsets where each chunk ends (each text plus one space)
             else:
-                flat = []
-                for text in texts:
-                    flat += default_tokenize(text)
-                    flat.append(_SEPARATOR)
-            tokens.frombytes(np.fromiter(map(numbers.__getitem__, flat), np.intc, len(flat)).tobytes())
-        del numbers[_SEPARATOR]
+                ascii.append(np.fromiter(map(str.isascii, texts), bool, len(texts)))
+                per_text = [default_tokenize(text) for text in texts]
+                raw = " ".join(token for held in per_text for token in held).encode("utf-8")
+                bounds = None
+                lengths = np.fromiter(map(len, per_text), np.intp, len(per_text))
+            starts, numbers = keys.number(raw)
+            block_ends = np.searchsorted(starts, bounds) if bounds is not None else np.cumsum(lengths)
+            ends.append(block_ends + count)
+            count += len(numbers)
+            tokens.frombytes(numbers.tobytes())
         numbered = np.frombuffer(tokens, np.intc) if tokens else np.zeros(0, np.intc)
-        return cls(dict(numbers), numbered, np.flatnonzero(numbered == -1))
+        if not ends:
+            return cls(keys.vocabulary(), numbered, np.zeros(0, np.intp), np.zeros(0, bool))
+        return cls(keys.vocabulary(), numbered, np.concatenate(ends), np.concatenate(ascii))
 
 
-class _Numbering(dict[str, int]):
-    """Token -> number, numbering a token on its first lookup (a hit costs a plain dict lookup, at C speed)."""
+class _TokenKeys:
+    """Tokens -> numbers for a whole buffer of tokens at once: an open-addressing hash table of token keys, probed
+    with numpy for every token of the buffer together (a dict lookup per token was half of an index's cost)."""
 
-    def __missing__(self, token: str) -> int:
-        number = self[token] = len(self) - 1
+    def __init__(self) -> None:
+        self._bits = 10
+        self._slots = np.full(1 << self._bits, -1, np.intp)  # slot -> number, -1 when free
+        self._first = np.zeros(0, np.uint64)  # number -> its key (0, 0 for a long token, never in a slot)
+        self._second = np.zeros(0, np.uint64)
+        self._long: dict[bytes, int] = {}  # a token longer than _WIDE bytes -> its number
+
+    def number(self, raw: bytes) -> tuple[np.ndarray, np.ndarray]:
+        """(start offsets, numbers) of the tokens of `raw`: runs of bytes other than the space."""
+        size = len(raw)
+        buffer = np.frombuffer(raw + bytes(_WIDE), np.uint8)
+        word = np.zeros(size + 2, bool)  # a non-word byte on either side, so every run has a start and a stop
+        np.not_equal(buffer[:size], _SPACE, out=word[1:-1])
+        edges = np.flatnonzero(word[1:] != word[:-1])
+        starts, stops = edges[0::2], edges[1::2]
+        lengths = stops - starts
+        # Every offset's next 8 bytes as one little-endian word (the padding keeps the last reads in the buffer).
+        words = np.ndarray((size + 9,), np.dtype("<u8"), buffer, strides=(1,))
+        clipped = np.minimum(lengths, _WIDE)  # a longer token's key is not used
+        first = np.take(words, starts) & _LOW_BYTES[clipped]  # take: twice as fast as indexing the strided view
+        second = np.zeros(len(starts), np.uint64)
+        wide = np.flatnonzero(lengths > 8)  # most tokens fit the first word
+        second[wide] = np.take(words, starts[wide] + 8) & _HIGH_BYTES[clipped[wide]]
+        numbers = np.empty(len(starts), np.intc)
+        long = lengths > _WIDE
+        if long.any():
+            for at, start, stop in zip(np.flatnonzero(long).tolist(), starts[long].tolist(), stops[long].tolist()):
+                numbers[at] = self._long_number(raw[start:stop])
+            short = ~long
+            numbers[short] = self._find(first[short], second[short])
+        else:
+            numbers[:] = self._find(first, second)
+        return starts, numbers
+
+    def _long_number(self, token: bytes) -> int:
+        number = self._long.get(token)
+        if number is None:
+            number = self._long[token] = len(self._first)
+            self._first = np.append(self._first, np.uint64(0))
+            self._second = np.append(self._second, np.uint64(0))
         return number
+
+    def _slot(self, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+        mixed = (first ^ (second * np.uint64(0xC2B2AE3D27D4EB4F))) * np.uint64(0x9E3779B97F4A7C15)
+        return (mixed >> np.uint64(64 - self._bits)).astype(np.intp)
+
+    def _find(self, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+        """The numbers of the keys (first, second), numbering each key not seen before (linear probing)."""
+        self._reserve(len(self._first) + len(first))
+        found = np.empty(len(first), np.intp)
+        pending = np.arange(len(first))
+        slot = self._slot(first, second)
+        mask = (1 << self._bits) - 1
+        while len(pending):
+            held = self._slots[slot]
+            free = np.flatnonzero(held < 0)
+            if len(free):
+                # Keys probing a free slot claim it; one claimant per slot wins and is numbered, the others (the
+                # same key again, or another key) read the winner like any taken slot.
+                self._slots[slot[free]] = -2 - free
+                won = free[self._slots[slot[free]] == -2 - free]
+                self._slots[slot[won]] = np.arange(len(self._first), len(self._first) + len(won))
+                self._first = np.concatenate((self._first, first[won]))
+                self._second = np.concatenate((self._second, second[won]))
+                held = self._slots[slot]
+            match = (self._first[held] == first) & (self._second[held] == second)
+            found[pending[match]] = held[match]
+            rest = np.flatnonzero(~match)
+            pending, first, second, slot = pending[rest], first[rest], second[rest], (slot[rest] + 1) & mask
+        return found
+
+    def _reserve(self, count: int) -> None:
+        """Grow the table to at least twice `count` slots (short probes), placing every numbered key again."""
+        if 2 * count <= len(self._slots):
+            return
+        while (1 << self._bits) < 2 * count:
+            self._bits += 1
+        self._slots = np.full(1 << self._bits, -1, np.intp)
+        first, second = self._first, self._second
+        keyed = np.flatnonzero(first != 0)  # long tokens have no key
+        slot, mask = self._slot(first[keyed], second[keyed]), (1 << self._bits) - 1
+        while len(keyed):
+            free = self._slots[slot] < 0
+            self._slots[slot[free]] = keyed[free]
+            placed = self._slots[slot] == keyed
+            keyed, slot = keyed[~placed], (slot[~placed] + 1) & mask
+
+    def vocabulary(self) -> dict[str, int]:
+        """Every token numbered so far -> its number."""
+        keys = np.stack((self._first, self._second), axis=1).astype("<u8").view(f"S{_WIDE}").ravel().tolist()
+        vocabulary = {key.decode("utf-8"): number for number, key in enumerate(keys) if key}
+        vocabulary.update((token.decode("utf-8"), number) for token, number in self._long.items())
+        return vocabulary
 
 
 def token_index(corpus: Corpus) -> TokenIndex:
@@ -256,10 +385,7 @@ def matching_ids(world: World, *, exclude: Sequence[str] = ()) -> list[str]:
 
 def _matching(corpus: Corpus, query: str) -> tuple[str, ...]:
     # Depth, state and lifecycle each ask for the same corpus and query: one answer (the memo) serves all three.
-    index = token_index(corpus)
-    shared = np.zeros(len(corpus), np.int32)
-    for token in dict.fromkeys(query_tokens(query)):
-        shared[index.holders(token)] += 1
+    shared = token_index(corpus).holding([(token,) for token in dict.fromkeys(query_tokens(query))])
     holding = np.flatnonzero(shared)
     ranked = holding[np.lexsort((holding, -shared[holding]))]  # most shared first, ties by position
     chunks = corpus.chunks

@@ -6,17 +6,19 @@ texts, so the family needs no gold ids: it runs wherever a case states claims th
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import ClassVar
 
 import attrs
+import numpy as np
 from hypothesis import strategies as st
 
 from ragmorph.model import Corpus, World
 from ragmorph.relations import Direction, Observation, Relation, Severity, Verdict
-from ragmorph.support import DEFAULT_SUPPORT
+from ragmorph.support import DEFAULT_SUPPORT, claim_facts
 
-from ._core import CorpusMemo, Family, PerturbationBase, chunk_of, corpus_diff, ks_strategy
+from ._core import CorpusMemo, Family, PerturbationBase, TokenIndex, chunk_of, corpus_diff, ks_strategy, token_index
 
 __all__ = ["FAMILY", "MAX_SUPPORTERS", "RELATIONS", "RemoveClaimSupport", "claim_removals", "supporters"]
 
@@ -42,10 +44,57 @@ def _supporters_of(corpus: Corpus, claims: Sequence[str]) -> dict[str, tuple[str
     wanted = [claim for claim, known in found.items() if known is CorpusMemo.ABSENT]
     if wanted:
         chunks = corpus.chunks
-        positions = DEFAULT_SUPPORT.supporting(wanted, (chunk.text for chunk in chunks))
+        candidates = _candidates(corpus, wanted)
+        positions = DEFAULT_SUPPORT.supporting(wanted, (chunks[position].text for position in candidates))
         for claim in wanted:
-            found[claim] = _SUPPORTERS.store((corpus,), claim, tuple(chunks[position].id for position in positions[claim]))
+            ids = tuple(chunks[candidates[at]].id for at in positions[claim])
+            found[claim] = _SUPPORTERS.store((corpus,), claim, ids)
     return found
+
+
+# A letter (the judge's words are runs of letters: word characters but digits and the underscore).
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def _candidates(corpus: Corpus, claims: Sequence[str]) -> list[int]:
+    """Corpus positions, ascending, of every chunk that may support one of `claims` under the default judge.
+
+    An ASCII text is its own NFKC form, so each content word the judge reads in it is a whole run of letters
+    inside one of its tokens (`token_index`): a chunk holding tokens for fewer than the threshold's share of a
+    claim's words cannot support it. Every other text stays a candidate, as does every chunk for a claim with
+    no content words (judged by numbers and dates alone).
+    """
+    index = token_index(corpus)
+    keep = ~index.ascii
+    for claim in claims:
+        words = sorted(claim_facts(claim)[0])
+        if not words:
+            return list(range(len(corpus)))
+        held = index.holding([_runs_in(corpus, index, word) for word in words])
+        # The judge's own ratio test on a count that is never below the words it would find.
+        keep |= held / len(words) >= DEFAULT_SUPPORT.threshold
+    return np.flatnonzero(keep).tolist()
+
+
+_VOCABULARIES = CorpusMemo(4)
+
+
+def _runs_in(corpus: Corpus, index: TokenIndex, word: str) -> list[str]:
+    """The tokens of `corpus` in which `word` is a whole run of letters (the token itself, or "5g" for "g")."""
+    tokens, text, starts = _VOCABULARIES.get((corpus,), None, lambda: _vocabulary_text(index))
+    found = []
+    for match in re.finditer(re.escape(word), text):
+        start, stop = match.span()
+        if not (start and _LETTER.match(text, start - 1)) and not _LETTER.match(text, stop):
+            found.append(tokens[int(np.searchsorted(starts, start, side="right")) - 1])
+    return found
+
+
+def _vocabulary_text(index: TokenIndex) -> tuple[list[str], str, np.ndarray]:
+    """The corpus vocabulary, the same joined by newlines (no token holds one), and where each token starts."""
+    tokens = list(index.numbers)
+    starts = np.cumsum([0] + [len(token) + 1 for token in tokens[:-1]]) if tokens else np.zeros(0, np.intp)
+    return tokens, "\n".join(tokens), starts
 
 
 @attrs.frozen

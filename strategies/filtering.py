@@ -13,8 +13,11 @@ definition of under-return that the tenancy, scale and approximate families judg
 from __future__ import annotations
 
 import functools
+import heapq
+import itertools
+import operator
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
 import attrs
@@ -84,11 +87,30 @@ def _pair_key(pair: tuple[str, Any]) -> tuple[str, str, str]:
 _METADATA = CorpusMemo(8)
 
 
-def _metadata_counts(corpus: Corpus) -> tuple[Counter[tuple[str, Any]], list[tuple[str, Any]]]:
-    """How many chunks hold each scalar metadata pair, and the pairs most common first; every case of a corpus asks."""
-    # Counted unsorted (a chunk's keys are distinct, so its pairs never meet in the counter): one pass at C speed.
-    counts: Counter[tuple[str, Any]] = Counter(pair for chunk in corpus.chunks for pair in chunk.metadata.items() if _is_scalar(pair[1]))
-    return counts, sorted(counts, key=lambda pair: (-counts[pair], _pair_key(pair)))
+# The exact types of JSON scalars. When every value has one of them, every pair is counted at once; a value of
+# any other type (a subclass, or Decimal(1), which equals the scalar 1) is left out pair by pair instead.
+_SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
+
+
+def _metadata_counts(corpus: Corpus) -> Counter[tuple[str, Any]]:
+    """How many chunks hold each scalar metadata pair; every case of a corpus asks."""
+
+    def pairs() -> Iterator[tuple[str, Any]]:
+        return itertools.chain.from_iterable(chunk.metadata.items() for chunk in corpus.chunks)
+
+    # Counted unsorted (a chunk's keys are distinct, so its pairs never meet in the counter), at C speed.
+    if _SCALAR_TYPES.issuperset(map(type, map(operator.itemgetter(1), pairs()))):
+        return Counter(pairs())
+    return Counter(pair for pair in pairs() if _is_scalar(pair[1]))
+
+
+def _most_common(counts: Counter[tuple[str, Any]], n: int) -> list[tuple[str, Any]]:
+    """The first `n` pairs of `counts`, most common first (ties by `_pair_key`): sorting only the pairs at least as
+    common as the n-th (a large corpus has tens of thousands of pairs, most held by one or two chunks)."""
+    if n <= 0:
+        return []
+    least = heapq.nlargest(n, counts.values())[-1] if n < len(counts) else 0
+    return sorted((pair for pair, count in counts.items() if count >= least), key=lambda pair: (-counts[pair], _pair_key(pair)))[:n]
 
 
 def filter_choices(world: World) -> list[Filters]:
@@ -101,9 +123,10 @@ def filter_choices(world: World) -> list[Filters]:
     """
     corpus, case = world.corpus, world.case
     gold = [corpus[i] for i in case.gold_ids if i in corpus]
-    counts, common = _METADATA.get((corpus,), None, lambda: _metadata_counts(corpus))
+    counts = _METADATA.get((corpus,), None, lambda: _metadata_counts(corpus))
     preferred = [pair for chunk in gold for pair in _scalar_items(chunk.metadata)]
-    pairs = list(dict.fromkeys(preferred + common))[:_METADATA_CHOICES]
+    # Enough of the most common pairs to fill the choices even when every preferred pair is among them.
+    pairs = list(dict.fromkeys(preferred + _most_common(counts, _METADATA_CHOICES + len(preferred))))[:_METADATA_CHOICES]
     choices = [Filters(current_only=True)] + [Filters(metadata={key: value}) for key, value in pairs]
     if gold and len(gold[0].metadata) >= 2:
         selective = sorted(_scalar_items(gold[0].metadata), key=lambda pair: (counts[pair], _pair_key(pair)))

@@ -4,8 +4,10 @@ corpora and corpora derived from them (removals, additions, in-place updates); m
 from __future__ import annotations
 
 from collections import Counter
+from decimal import Decimal
 from collections.abc import Iterator
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,7 +16,7 @@ from ragmorph.adapters import default_tokenize
 from ragmorph.model import Case, Chunk, Corpus, Params, World
 from ragmorph.strategies import _core
 from ragmorph.strategies._core import TokenIndex, matching_ids, query_tokens, token_index, vocabulary
-from ragmorph.strategies.filtering import _metadata_counts, _pair_key, _scalar_items
+from ragmorph.strategies.filtering import _metadata_counts, _most_common, _pair_key, _scalar_items
 from ragmorph.strategies.odd_query import _unrelated_words
 
 # Pieces whose tokens hide inside longer words, repeat, touch punctuation, casefold to others or to ASCII
@@ -63,6 +65,17 @@ def test_the_index_holds_each_chunks_tokens_and_nothing_else(corpus: Corpus, que
 
 
 @settings(max_examples=150, deadline=None)
+@given(corpus=corpora(), data=st.data())
+def test_holding_counts_the_groups_each_chunk_holds_a_token_of(corpus: Corpus, data: st.DataObject) -> None:
+    # Up to 20 groups (the index counts 8 at a time), of the corpus's tokens and tokens no chunk holds.
+    tokens = sorted(set().union(*(default_tokenize(chunk.text) for chunk in corpus))) + ["absent", "q"]
+    groups = data.draw(st.lists(st.lists(st.sampled_from(tokens), max_size=3), max_size=20))
+    held = [set(default_tokenize(chunk.text)) for chunk in corpus]
+    expected = [sum(1 for group in groups if held_here.intersection(group)) for held_here in held]
+    assert TokenIndex.of(corpus.chunks).holding(groups).tolist() == expected
+
+
+@settings(max_examples=150, deadline=None)
 @given(corpus=corpora(), query=_TEXT)
 def test_matching_ids_rank_by_shared_query_tokens_as_a_scan_does(corpus: Corpus, query: str) -> None:
     wanted = set(query_tokens(query))
@@ -87,7 +100,8 @@ def test_one_index_per_corpus() -> None:
     assert token_index(corpus.without(["a"])).holders("one").tolist() == []
 
 
-_VALUES = st.sampled_from([1, True, 1.0, "1", None, 0, False, "a", [1], {"x": 1}])
+# Decimal(1) equals 1 but is no JSON scalar (left out); numpy's float64 is a float (counted).
+_VALUES = st.sampled_from([1, True, 1.0, "1", None, 0, False, "a", [1], {"x": 1}, Decimal(1), np.float64(1.0)])
 
 
 @settings(max_examples=150, deadline=None)
@@ -98,10 +112,52 @@ def test_metadata_counts_equal_a_chunk_by_chunk_count(metadata: list[dict[str, o
     for chunk in corpus:
         for pair in _scalar_items(chunk.metadata):
             expected[pair] += 1
-    counts, common = _metadata_counts(corpus)
+    counts = _metadata_counts(corpus)
     # The same counts under the same pairs: which of 1, True and 1.0 (equal keys) names a pair is the first met.
     def named(found: Counter[tuple[str, object]]) -> list[tuple[str, str, str, int]]:
         return sorted((*_pair_key(pair), n) for pair, n in found.items())
 
     assert named(counts) == named(expected)
-    assert common == sorted(expected, key=lambda pair: (-expected[pair], _pair_key(pair)))
+    common = sorted(expected, key=lambda pair: (-expected[pair], _pair_key(pair)))
+    for n in range(len(common) + 2):
+        assert _most_common(counts, n) == common[:n]
+
+
+# Tokens around the widths of the index's keys (8 and 16 bytes), sharing their first 8 or 16 bytes, and non-ASCII
+# ones whose UTF-8 bytes reach those widths ("é" is 2 bytes, "中" 3).
+_STEMS = ["abcdefgh", "abcdefghijklmnop", "é" * 4, "中" * 5, "x"]
+_LONG_PIECES = st.builds(
+    lambda stem, tail, upper: (stem + tail).upper() if upper else stem + tail,
+    st.sampled_from(_STEMS),
+    st.sampled_from(["", "a", "q", "7", "_", "abcdefgh", "abcdefghi", "é", "ABCDEFGHIJKLMNOPQ"]),
+    st.booleans(),
+)
+_LONG_TEXT = st.lists(st.tuples(_LONG_PIECES, _GLUE), max_size=6).map(lambda parts: "".join(a + b for a, b in parts))
+
+
+@settings(max_examples=150, deadline=None)
+@given(texts=st.lists(_LONG_TEXT, max_size=8), query=_LONG_TEXT)
+def test_the_index_tells_tokens_apart_around_its_key_widths(texts: list[str], query: str) -> None:
+    corpus = Corpus([Chunk(f"c{i}", text or "-") for i, text in enumerate(texts)])
+    index = TokenIndex.of(corpus.chunks)
+    held = [set(default_tokenize(chunk.text)) for chunk in corpus]
+    assert set(index.numbers) == set().union(*held)
+    assert len(set(index.numbers.values())) == len(index.numbers)
+    for token in set(index.numbers) | set(query_tokens(query)):
+        assert index.holders(token).tolist() == [n for n, tokens in enumerate(held) if token in tokens]
+
+
+@settings(max_examples=100, deadline=None)
+@given(batches=st.lists(st.lists(st.text("abé_ 1", max_size=20)), min_size=1, max_size=4))
+def test_token_numbers_are_equal_exactly_for_equal_tokens_across_batches_and_table_growth(batches: list[list[str]]) -> None:
+    # Many distinct tokens per batch in a table that starts small: probes wrap around and the table grows.
+    keys, numbered = _core._TokenKeys(), {}
+    keys._bits, keys._slots = 1, np.full(2, -1, np.intp)  # two slots to start with
+    for batch in batches:
+        tokens = [token for text in batch for token in text.split()]
+        starts, numbers = keys.number(" ".join(tokens).encode("utf-8"))
+        assert len(starts) == len(numbers) == len(tokens)
+        for token, number in zip(tokens, numbers.tolist()):
+            assert numbered.setdefault(token, number) == number
+    assert len(set(numbered.values())) == len(numbered)
+    assert keys.vocabulary() == numbered

@@ -125,3 +125,4 @@ def test_two_threads_building_one_corpus_index_get_the_same_answers() -> None:
     assert first.numbers.keys() == second.numbers.keys()
     for token in first.numbers:
         assert first.holders(token).tolist() == second.holders(token).tolist()
+
