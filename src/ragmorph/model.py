@@ -353,11 +353,13 @@ class Corpus:
             if self._chunks is None:
                 object.__setattr__(self, "_chunks", origin)
             return origin
+        # Another thread may publish the tuple between the two reads: it sets `_origin` before clearing `_pending`,
+        # so a cleared `_pending` means the tuple is there to read under the lock.
         pending = self._pending
-        assert pending is not None
-        built = _build(pending[0], pending[1])
+        built = _build(pending[0], pending[1]) if pending is not None else None
         with _BUILD_LOCK:
             if self._origin is None:
+                assert built is not None
                 object.__setattr__(self, "_origin", built)
                 object.__setattr__(self, "_pending", None)  # the parent is no longer needed to build it
             if self._chunks is None:

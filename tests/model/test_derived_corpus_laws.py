@@ -1,0 +1,84 @@
+"""Derived corpora (without / with_chunks / replaced, built on first read) keep every Corpus law: under threads
+at every interleaving of the lazy build."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
+
+import pytest
+
+from ragmorph.model import Chunk, Corpus
+
+
+def _base(n: int = 12) -> Corpus:
+    return Corpus(Chunk(f"c{i}", f"text {i}") for i in range(n))
+
+
+def _read_paused(corpus: Corpus, pause_at: int, other_done: threading.Event, lines: list[int]) -> Callable[[], Any]:
+    """A thread body reading `corpus.chunks` that stops at the `pause_at`-th line it runs of the corpus's lazy build
+    (Corpus._origin_chunks) until another thread has read it too (or 0.2 s passed, when that thread waits on it)."""
+
+    def local(frame: FrameType, event: str, arg: Any) -> Any:
+        if event == "line":
+            lines[0] += 1
+            if lines[0] == pause_at:
+                other_done.wait(0.2)
+        return local
+
+    def tracer(frame: FrameType, event: str, arg: Any) -> Any:
+        if frame.f_code.co_name == "_origin_chunks" and frame.f_locals.get("self") is corpus:
+            return local
+        return None
+
+    def body() -> Any:
+        sys.settrace(tracer)
+        try:
+            return corpus.chunks
+        finally:
+            sys.settrace(None)
+
+    return body
+
+
+@pytest.mark.parametrize("derive", ["without", "with_chunks", "replaced", "chain"])
+def test_two_threads_reading_a_lazy_corpus_get_one_tuple_at_every_interleaving(derive: str) -> None:
+    # One thread stops at each line of the build in turn while another reads the same corpus to the end: both get
+    # the one published tuple, and none fails (a thread that found the tuple unbuilt, then its recipe already
+    # cleared by the other, used to fail an assertion).
+    make = {
+        "without": lambda base: base.without(["c3"]),
+        "with_chunks": lambda base: base.with_chunks([Chunk("n", "new")], at=2),
+        "replaced": lambda base: base.replaced(Chunk("c4", "changed")),
+        "chain": lambda base: base.without(["c1"]).with_chunks([Chunk("n", "new")]).replaced(Chunk("c2", "x")),
+    }[derive]
+    expected = make(_base()).chunks
+    pause_at = 1
+    while True:
+        derived = make(_base())
+        done, lines, results, errors = threading.Event(), [0], {}, []
+
+        def run(body: Callable[[], Any] = _read_paused(derived, pause_at, done, lines)) -> None:
+            try:
+                results["paused"] = body()
+            except BaseException as error:  # noqa: BLE001 - the failure is what the test reports
+                errors.append(error)
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        deadline = time.monotonic() + 5
+        while thread.is_alive() and lines[0] < pause_at and time.monotonic() < deadline:
+            time.sleep(0.0005)
+        results["other"] = derived.chunks
+        done.set()
+        thread.join(5)
+        assert not errors, f"stopped at line {pause_at} of the build: {errors[0]!r}"
+        assert results["paused"] is results["other"] is derived.chunks
+        assert derived.chunks == expected and not derived.restore_if_changed()
+        if lines[0] < pause_at:
+            break  # the paused thread ran fewer lines than this: every line was tried
+        pause_at += 1
