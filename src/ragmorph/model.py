@@ -224,7 +224,9 @@ def _check_supersession(chunks: tuple[Chunk, ...], index: Mapping[str, int]) -> 
 def _build(parent: Corpus, recipe: tuple[Any, ...]) -> tuple[Chunk, ...]:
     """The chunk tuple `recipe` makes of `parent`'s chunks: ("drop", ids), ("insert", at, new chunks) or
     ("replace", position, chunk)."""
-    chunks = parent.chunks
+    # The parent's own tuple, not `parent.chunks`: user code may have swapped the parent's chunks (object.__setattr__,
+    # undone by restore_if_changed after its call) when this runs, and this corpus would keep that edit for its life.
+    chunks = parent._origin_chunks()
     kind = recipe[0]
     if kind == "insert":
         _, at, new = recipe

@@ -1,5 +1,6 @@
 """Derived corpora (without / with_chunks / replaced, built on first read) keep every Corpus law: under threads
-at every interleaving of the lazy build."""
+at every interleaving of the lazy build, when user code swaps a parent's chunks (object.__setattr__) before the
+build."""
 
 from __future__ import annotations
 
@@ -82,3 +83,33 @@ def test_two_threads_reading_a_lazy_corpus_get_one_tuple_at_every_interleaving(d
         if lines[0] < pause_at:
             break  # the paused thread ran fewer lines than this: every line was tried
         pause_at += 1
+
+
+def _derivations(base: Corpus) -> dict[str, tuple[Corpus, list[str]]]:
+    """Corpora derived from `base` (not built yet), and the ids each must hold, in order."""
+    ids = list(base.ids)
+    return {
+        "without": (base.without(["c1", "c5"]), [i for i in ids if i not in ("c1", "c5")]),
+        "with_chunks": (base.with_chunks([Chunk("n", "new")], at=3), [*ids[:3], "n", *ids[3:]]),
+        "replaced": (base.replaced(Chunk("c2", "changed")), ids),
+        "three_levels": (
+            base.replaced(Chunk("c2", "changed")).without(["c0"]).with_chunks([Chunk("n", "new")]),
+            [*ids[1:], "n"],
+        ),
+    }
+
+
+@pytest.mark.parametrize("kind", ["without", "with_chunks", "replaced", "three_levels"])
+def test_a_corpus_built_while_its_parent_is_edited_holds_what_it_was_derived_from(kind: str) -> None:
+    # A retriever swaps the chunks of the corpus it was given (the guard restores them after the call); a corpus
+    # derived from it before, built during the edit (this call, or another thread's), must not keep the edit: no
+    # restore_if_changed would ever undo it.
+    base = _base()
+    derived, ids = _derivations(base)[kind]
+    originals = {c.id: c for c in base.chunks}
+    object.__setattr__(base, "chunks", (Chunk("evil", "edited"),))
+    built = derived.chunks
+    assert base.restore_if_changed()
+    assert [c.id for c in built] == ids == [c.id for c in derived.chunks] and not derived.restore_if_changed()
+    assert all(c == originals[c.id] for c in derived.chunks if c.id in originals and not (kind != "without" and c.id == "c2"))
+    assert derived == Corpus(list(_derivations(_base())[kind][0]))
