@@ -384,7 +384,8 @@ class Corpus:
 
     def _positions(self) -> dict[str, int]:
         if not self._index:
-            self._index.append({chunk.id: position for position, chunk in enumerate(self.chunks)})
+            # Of the corpus's own chunks: built while user code has swapped them, it would outlive the edit.
+            self._index.append({chunk.id: position for position, chunk in enumerate(self._origin_chunks())})
         return self._index[0]
 
     def get(self, chunk_id: str) -> Chunk | None:
@@ -501,7 +502,7 @@ class Corpus:
         """A stable SHA-256 hex digest of every chunk's fields, in order (changes with any id, text or order)."""
         if not self._fingerprint:
             digest = hashlib.sha256()
-            for chunk in self.chunks:
+            for chunk in self._origin_chunks():  # the corpus's own chunks, as the index (remembered for its life)
                 record = json.dumps(chunk.to_dict(), sort_keys=True, ensure_ascii=True, default=str)
                 # Length-prefix each record so that no two different corpora hash the same byte stream.
                 digest.update(f"{len(record)}:".encode())

@@ -113,3 +113,16 @@ def test_a_corpus_built_while_its_parent_is_edited_holds_what_it_was_derived_fro
     assert [c.id for c in built] == ids == [c.id for c in derived.chunks] and not derived.restore_if_changed()
     assert all(c == originals[c.id] for c in derived.chunks if c.id in originals and not (kind != "without" and c.id == "c2"))
     assert derived == Corpus(list(_derivations(_base())[kind][0]))
+
+
+@pytest.mark.parametrize("make", [lambda base: base.reordered([4, 3, 2, 1, 0]), lambda base: base.restricted({"c1", "c3"})])
+def test_what_a_corpus_remembers_is_of_its_own_chunks_even_when_first_asked_during_an_edit(make: Any) -> None:
+    # The id index and the fingerprint are built on first use and kept; first asked while user code has swapped the
+    # chunks, they described the edit for the corpus's life (a chunk it holds then read as absent).
+    corpus, twin = make(_base(5)), make(_base(5))
+    object.__setattr__(corpus, "chunks", (Chunk("evil", "edited"),))
+    assert corpus.get("evil") is None
+    fingerprint = corpus.fingerprint
+    assert corpus.restore_if_changed()
+    assert fingerprint == corpus.fingerprint == twin.fingerprint
+    assert [corpus.get(c.id) for c in twin] == list(twin.chunks) and corpus.missing(["c1", "evil"]) == {"evil"}
