@@ -455,6 +455,8 @@ class Corpus:
     def _equal_by_recipes(self, other: Corpus) -> bool | None:
         """Whether this corpus, of as many chunks as `other`, holds the same chunks, read from the recipes of the
         unbuilt corpora leading from `other` to it; None when they cannot tell (then compare the chunks)."""
+        if other._chunks is not other._origin:
+            return None  # user code swapped `other`'s chunks (object.__setattr__): the recipes describe its own ones
         steps = []
         current = self
         while current is not other:

@@ -126,3 +126,16 @@ def test_what_a_corpus_remembers_is_of_its_own_chunks_even_when_first_asked_duri
     assert corpus.restore_if_changed()
     assert fingerprint == corpus.fingerprint == twin.fingerprint
     assert [corpus.get(c.id) for c in twin] == list(twin.chunks) and corpus.missing(["c1", "evil"]) == {"evil"}
+
+
+def test_equality_with_an_edited_corpus_compares_what_it_holds_now() -> None:
+    # The recipes tell how a derived corpus differs from its parent's own chunks; a parent whose chunks were swapped
+    # behind the frozen class's back holds others, so equality must compare the chunks.
+    base = _base(4)
+    replaced = base.replaced(Chunk("c0", "changed"))
+    object.__setattr__(base, "chunks", (Chunk("c0", "changed"), Chunk("x", "1"), Chunk("y", "2"), Chunk("z", "3")))
+    try:
+        assert (replaced == base) == (replaced.chunks == base.chunks) == (base == replaced)
+    finally:
+        base.restore_if_changed()
+    assert replaced != base and replaced == Corpus(list(replaced))
