@@ -1,9 +1,11 @@
 """Derived corpora (without / with_chunks / replaced, built on first read) keep every Corpus law: under threads
 at every interleaving of the lazy build, when user code swaps a parent's chunks (object.__setattr__) before the
-build."""
+build, and over generated chains of every derivation (reordered and restricted ones too, past the overlay depth),
+read or not, pickled before or after the build, edited and restored."""
 
 from __future__ import annotations
 
+import pickle
 import sys
 import threading
 import time
@@ -12,6 +14,8 @@ from types import FrameType
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ragmorph.model import Chunk, Corpus
 
@@ -139,3 +143,85 @@ def test_equality_with_an_edited_corpus_compares_what_it_holds_now() -> None:
     finally:
         base.restore_if_changed()
     assert replaced != base and replaced == Corpus(list(replaced))
+
+
+# One step of a chain: (operation, a number choosing ids/positions, read the tuple after it, pickle after it).
+_STEPS = st.lists(
+    st.tuples(
+        st.sampled_from(["without", "without2", "insert", "append", "replace", "same", "reorder", "restrict"]),
+        st.integers(0, 50),
+        st.booleans(),
+        st.booleans(),
+    ),
+    max_size=24,
+)
+
+
+def _apply(op: str, n: int, corpus: Corpus, plain: list[Chunk], fresh: int) -> tuple[Corpus, list[Chunk]] | None:
+    """The step on the corpus and on a plain list (None when it does not apply)."""
+    if op.startswith("without") and len(plain) > 2:
+        drop = {plain[n % len(plain)].id} | ({plain[(n * 7 + 1) % len(plain)].id} if op == "without2" else set())
+        return corpus.without(drop), [c for c in plain if c.id not in drop]
+    if op == "insert":
+        at = n % (len(plain) + 1)
+        new = Chunk(f"new{fresh}", f"added {n}")
+        return corpus.with_chunks([new], at=at), [*plain[:at], new, *plain[at:]]
+    if op == "append":
+        new = [Chunk(f"new{fresh}", "appended"), Chunk(f"more{fresh}", "appended")]
+        return corpus.with_chunks(new), [*plain, *new]
+    if op in ("replace", "same") and plain:
+        old = plain[n % len(plain)]
+        new = old if op == "same" else Chunk(old.id, f"replaced {n}", tenant="t" if n % 2 else None)
+        return corpus.replaced(new), [new if c.id == old.id else c for c in plain]
+    if op == "reorder" and len(plain) > 1:
+        order = [*range(1, len(plain)), 0] if n % 2 else list(reversed(range(len(plain))))
+        return corpus.reordered(order), [plain[i] for i in order]
+    if op == "restrict" and len(plain) > 2:
+        keep = {c.id for position, c in enumerate(plain) if (position + n) % 3}
+        return corpus.restricted(keep), [c for c in plain if c.id in keep]
+    return None
+
+
+@settings(max_examples=120, deadline=None)
+@given(size=st.integers(1, 8), steps=_STEPS, data=st.data())
+def test_derived_corpora_of_any_depth_and_mix_keep_every_corpus_law(size: int, steps: list[Any], data: st.DataObject) -> None:
+    base = _base(size)
+    corpus, plain = base, list(base.chunks)
+    chain: list[tuple[Corpus, list[Chunk]]] = [(base, plain)]
+    for fresh, (op, n, read, pickled) in enumerate(steps):
+        step = _apply(op, n, corpus, plain, fresh)
+        if step is None:
+            continue
+        corpus, plain = step
+        assert len(corpus) == len(plain)
+        if pickled:
+            # A --jobs worker gets corpora pickled before or after their tuple is built.
+            copied = pickle.loads(pickle.dumps(corpus))
+            assert list(copied) == plain and not copied.restore_if_changed() and copied == corpus
+        if read:
+            assert corpus.chunks == tuple(plain)
+        chain.append((corpus, plain))
+    # Edits behind the frozen class's back, on some corpora of the chain (before or after their build), are seen
+    # and undone; the other corpora, built meanwhile, are not affected.
+    edited = data.draw(st.sets(st.integers(0, len(chain) - 1), max_size=3))
+    for number in sorted(edited):
+        object.__setattr__(chain[number][0], "chunks", (Chunk("evil", "edited"),))
+    for number, (derived, held) in enumerate(chain):
+        if number not in edited:
+            assert derived.chunks == tuple(held)
+    for number in sorted(edited):
+        assert chain[number][0].restore_if_changed() and not chain[number][0].restore_if_changed()
+    ids = [c.id for c in base.chunks] + [f"new{i}" for i in range(len(steps))] + ["none"]
+    for derived, held in chain:
+        held_ids = [c.id for c in held]
+        assert derived.chunks == tuple(held) and list(derived) == held and len(derived) == len(held)
+        assert derived.ids == tuple(held_ids) and set(derived.id_keys()) == set(held_ids)
+        assert [derived.get(i) for i in ids] == [next((c for c in held if c.id == i), None) for i in ids]
+        assert [i in derived for i in ids] == [i in held_ids for i in ids]
+        assert derived.missing(ids) == set(ids) - set(held_ids)
+        assert [derived.position(i) for i in held_ids] == list(range(len(held)))
+        assert derived.fingerprint == Corpus(held).fingerprint and hash(derived) == hash(Corpus(held))
+        for other, other_held in chain:
+            assert (derived == other) == (held == other_held) == (other == derived)
+        copied = pickle.loads(pickle.dumps(derived))
+        assert copied.chunks == tuple(held) and copied == derived and not copied.restore_if_changed()
