@@ -342,7 +342,7 @@ class _TokenKeys:
                 self._second = np.concatenate((self._second, second[won]))
                 held = self._slots[slot]
             match = (self._first[held] == first) & (self._second[held] == second)
-            found[pending[match]] = held[match]
+            found[pending] = held  # right for the matched keys; the others are written again once they match
             rest = np.flatnonzero(~match)
             pending, first, second, slot = pending[rest], first[rest], second[rest], (slot[rest] + 1) & mask
         return found
@@ -366,7 +366,9 @@ class _TokenKeys:
     def vocabulary(self) -> dict[str, int]:
         """Every token numbered so far -> its number."""
         keys = np.stack((self._first, self._second), axis=1).astype("<u8").view(f"S{_WIDE}").ravel().tolist()
-        vocabulary = {key.decode("utf-8"): number for number, key in enumerate(keys) if key}
+        # Decoded at once: no token holds a newline. A long token's number has the empty key, dropped here.
+        vocabulary = dict(zip(b"\n".join(keys).decode("utf-8").split("\n"), range(len(keys))))
+        vocabulary.pop("", None)
         vocabulary.update((token.decode("utf-8"), number) for token, number in self._long.items())
         return vocabulary
 

@@ -122,3 +122,69 @@ def test_every_corruption_of_a_valid_response_is_caught(ids: list[str], scores: 
         bad[-1] = (ids[-1], object())
     with pytest.raises(InvalidResponse):
         validate_hits(bad, k=k, query="q", corpus=CORPUS)
+
+
+def _breaks_a_rule(hits: tuple[Hit, ...], corpus: Corpus | None) -> bool:
+    """The contract rules after the k check, checked hit by hit in plain Python (what the whole-response passes
+    of `validate_hits` must agree with)."""
+    seen: set[str] = set()
+    previous = None
+    for hit in hits:
+        if hit.id in seen or (corpus is not None and hit.id not in corpus):
+            return True
+        seen.add(hit.id)
+        if hit.score is None:
+            continue
+        if not math.isfinite(hit.score) or (previous is not None and hit.score > previous):
+            return True
+        previous = hit.score
+    return False
+
+
+_SCORES = st.one_of(
+    st.none(),
+    st.floats(-10, 10),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -0.0, 1.0, 1e308, -1e308, math.inf, -math.inf]),
+    st.integers(-3, 3),
+)
+
+
+@st.composite
+def _derived_corpora(draw: st.DrawFn) -> Corpus | None:
+    """None, or a corpus derived from CORPUS by removals, additions, an update in place and a reorder."""
+    if draw(st.booleans()):
+        return None
+    corpus = CORPUS
+    for step in draw(st.lists(st.sampled_from(["remove", "add", "update", "reorder"]), max_size=4)):
+        if step == "remove" and len(corpus) > 1:
+            corpus = corpus.without(draw(st.lists(st.sampled_from(corpus.ids), unique=True, max_size=len(corpus) - 1)))
+        elif step == "add":
+            fresh = [i for i in ("n0", "n1", "d1", "d3") if i not in corpus]
+            if fresh:
+                corpus = corpus.with_chunks(Chunk(i, "added") for i in draw(st.lists(st.sampled_from(fresh), unique=True)))
+        elif step == "update":
+            corpus = corpus.replaced(Chunk(draw(st.sampled_from(corpus.ids)), "updated"))
+        elif step == "reorder":
+            corpus = corpus.reordered(draw(st.permutations(range(len(corpus)))))
+    return corpus
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    hits=st.lists(st.builds(Hit, st.sampled_from([*CORPUS.ids, "n0", "n1", "zz"]), _SCORES), max_size=8),
+    distinct=st.booleans(),
+    sorted_scores=st.booleans(),
+    corpus=_derived_corpora(),
+)
+def test_whole_response_checks_agree_with_the_checks_hit_by_hit(
+    hits: list[Hit], distinct: bool, sorted_scores: bool, corpus: Corpus | None
+) -> None:
+    from ragmorph.adapters.validation import _valid
+
+    if distinct:  # each rule alone breaks a response more often when the others hold
+        hits = list({h.id: h for h in reversed(hits)}.values())[::-1]
+    if sorted_scores:  # valid orders are the common case: make them common here too
+        scored = sorted((h for h in hits if h.score is not None and not math.isnan(h.score)), key=lambda h: -h.score)
+        hits = [*scored, *(h for h in hits if h not in scored)]
+    assert _valid(tuple(hits), corpus) is not _breaks_a_rule(tuple(hits), corpus)

@@ -15,6 +15,7 @@ __all__ = [
     "INSTANCES",
     "CountingBM25",
     "ExplodingBM25",
+    "FrozenHeapBM25",
     "IgnoresTenantFilter",
     "NaNAfterRemove",
     "OnceFlipped",
@@ -41,6 +42,19 @@ class CountingBM25(BM25Retriever):
     def held_ids(self) -> set[str]:
         """Ids currently indexed."""
         return {(c.id, c.text, c.tenant) for c in self.corpus}
+
+
+class FrozenHeapBM25(BM25Retriever):
+    """Correct BM25 that raises unless the garbage collector's permanent generation holds objects when it is
+    called (the runner freezes the heap a run starts with, in every process that runs units)."""
+
+    def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> Any:
+        """Answer like BM25Retriever while the heap is frozen, else raise."""
+        import gc
+
+        if gc.get_freeze_count() == 0:
+            raise RuntimeError("expected the run's starting heap frozen during retriever calls, got none frozen")
+        return super().retrieve(query, k=k, filters=filters)
 
 
 class TrackingBM25(BM25Retriever):

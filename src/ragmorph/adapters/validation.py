@@ -111,5 +111,15 @@ def _valid(hits: tuple[Hit, ...], corpus: Corpus | None) -> bool:
     distinct = set(ids)  # also what `missing` reads: it copies a set faster than it builds one
     if len(distinct) != len(ids) or (corpus is not None and corpus.missing(distinct)):
         return False
-    scores = [score for score in map(_SCORE, hits) if score is not None]
-    return all(map(math.isfinite, scores)) and not any(map(operator.gt, scores[1:], scores))
+    scores = list(map(_SCORE, hits))
+    try:
+        total = sum(scores)
+    except TypeError:  # some hits have no score: those rules skip them
+        scores = [score for score in scores if score is not None]
+        total = sum(scores)
+    # A finite sum has no inf or nan among its terms; a sum that overflowed is settled score by score.
+    if not (isinstance(total, float) and math.isfinite(total)) and not all(map(math.isfinite, scores)):
+        return False
+    # Finite numbers are totally ordered: not rising down the list is being in descending order already (a sort
+    # of a sorted list is one linear pass).
+    return scores == sorted(scores, reverse=True)

@@ -21,6 +21,7 @@ from ._backends import batches as _batches
 from ._replay import REPLAY_SCHEMA, ReplayOutcome, replay
 from ._report import REPORT_SCHEMA, CheckReport, ViolationsFound
 from ._executor import CallCache, CallPool, Executor, Probe, observation
+from ._heap import frozen_heap as _frozen_heap
 from ._search import search
 from ._spec import RetrieverSpec
 from ._stages import StageAttribution, attribute_stages
@@ -198,25 +199,27 @@ def check(
     results: list[Result] = []
     done, folded, stopped = 0, 0, False
     # Batches may finish in any order; they are folded in plan order, so progress, fail-fast and the rows are
-    # exactly a serial run's.
-    finished = backend.run(work, fail_fast=fail_fast)
-    try:
-        for index, outcome in finished:
-            arrived[index] = outcome
-            while folded in arrived and not stopped:
-                for unit, found in zip(work[folded], arrived.pop(folded)):
-                    results.extend(found)
-                    done += 1
-                    if progress is not None:
-                        progress(done, len(units), unit)
-                    if fail_fast and _hard_failure(found):
-                        stopped = True
-                        break
-                folded += 1
-            if stopped:
-                break
-    finally:
-        finished.close()  # stops the workers still running (fail-fast, or an error in progress())
+    # exactly a serial run's. The heap the run starts with (the corpus above all) stays out of the garbage
+    # collector's full passes meanwhile (see _heap).
+    with _frozen_heap():
+        finished = backend.run(work, fail_fast=fail_fast)
+        try:
+            for index, outcome in finished:
+                arrived[index] = outcome
+                while folded in arrived and not stopped:
+                    for unit, found in zip(work[folded], arrived.pop(folded)):
+                        results.extend(found)
+                        done += 1
+                        if progress is not None:
+                            progress(done, len(units), unit)
+                        if fail_fast and _hard_failure(found):
+                            stopped = True
+                            break
+                    folded += 1
+                if stopped:
+                    break
+        finally:
+            finished.close()  # stops the workers still running (fail-fast, or an error in progress())
     specs = tuple(dict.fromkeys(u.retriever for u in units)) or _spec_mapping(retrievers, traits)
     return CheckReport.from_results(
         results,

@@ -27,6 +27,7 @@ import attrs
 
 from ..errors import UsageError, describe
 from ._determinism import without_local_constants
+from ._heap import frozen_heap
 from ._engine import Result, Unit, execute
 from ._executor import CallCache, CallPool
 
@@ -59,7 +60,8 @@ def run_batch(batch: Batch, fail_fast: bool = False, pool: CallPool | None = Non
     cache = CallCache(pool, reuse=True)
     done: list[tuple[Result, ...]] = []
     try:
-        with without_local_constants():
+        # The heap the batch starts with (its corpus above all) stays out of the collector's full passes.
+        with without_local_constants(), frozen_heap():
             for unit in batch:
                 done.append(execute(unit, cache))
                 if fail_fast and any(r.status == "fail" and r.severity == "hard" for r in done[-1]):

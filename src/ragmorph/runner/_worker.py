@@ -64,6 +64,7 @@ def main() -> None:
     try:
         from ._backends import batches_in_flight, call_pool, load_file_modules, rebuild, run_batch
         from ._determinism import without_local_constants
+        from ._heap import frozen_heap
 
         load_file_modules(modules)
         corpora = pickle.loads(corpora_blob)
@@ -86,7 +87,8 @@ def main() -> None:
 
     # The caller keeps at most `batches_in_flight(concurrency)` batches in flight here, each in a thread of its own.
     width = batches_in_flight(concurrency)
-    with without_local_constants(), ThreadPoolExecutor(width, thread_name_prefix="ragmorph-batch") as pool:
+    # Frozen once the corpora arrived: the collector's full passes skip them for the worker's life (see _heap).
+    with without_local_constants(), frozen_heap(), ThreadPoolExecutor(width, thread_name_prefix="ragmorph-batch") as pool:
         while True:
             try:
                 message = pickle.load(requests)
