@@ -225,3 +225,25 @@ def test_derived_corpora_of_any_depth_and_mix_keep_every_corpus_law(size: int, s
             assert (derived == other) == (held == other_held) == (other == derived)
         copied = pickle.loads(pickle.dumps(derived))
         assert copied.chunks == tuple(held) and copied == derived and not copied.restore_if_changed()
+
+
+@pytest.mark.parametrize("read_every", [0, 1, 2, 3, 8, 9, 10, 17])
+def test_a_chain_of_derived_corpora_keeps_a_bounded_number_of_ancestors_alive(read_every: int) -> None:
+    # A corpus keeps its parent for lookups (up to the overlay depth) and, until its tuple is built, to build it
+    # (up to as many unbuilt corpora in a row): however long the chain and whichever tuples were read, a few.
+    import weakref
+
+    corpus = _base(30)
+    alive, most = [], 0
+    for step in range(200):
+        if step % 3 == 0:
+            corpus = corpus.with_chunks([Chunk(f"n{step}", "new")], at=step % 7)
+        elif step % 3 == 1:
+            corpus = corpus.replaced(Chunk(f"c{step % 30}", f"changed {step}"))
+        else:
+            corpus = corpus.without([f"n{step - 2}"])
+        if read_every and step % read_every == 0:
+            corpus.chunks
+        alive.append(weakref.ref(corpus))
+        most = max(most, sum(ref() is not None for ref in alive))
+    assert 8 <= most <= 2 * 8 + 2
