@@ -7,6 +7,7 @@ import hashlib
 import itertools
 import json
 import math
+import operator
 import threading
 from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, Sequence
 from typing import Any
@@ -221,6 +222,9 @@ def _check_supersession(chunks: tuple[Chunk, ...], index: Mapping[str, int]) -> 
         done.update(path)
 
 
+_ID = operator.attrgetter("id")
+
+
 def _build(parent: Corpus, recipe: tuple[Any, ...]) -> tuple[Chunk, ...]:
     """The chunk tuple `recipe` makes of `parent`'s chunks: ("drop", ids), ("insert", at, new chunks) or
     ("replace", position, chunk)."""
@@ -238,13 +242,12 @@ def _build(parent: Corpus, recipe: tuple[Any, ...]) -> tuple[Chunk, ...]:
     if len(drop) * 64 >= len(chunks):
         return tuple(c for c in chunks if c.id not in drop)
     # Few removals: cut around their positions with C-level tuple slicing instead of a Python loop. A derived
-    # parent has no id index yet: find the chunk objects by identity (a C-level pass) rather than build one (a
-    # dict of every id, kept for the corpus's life).
+    # parent has no id index yet: find the ids in its own chunks (a C-level pass) rather than build one (a dict of
+    # every id, kept for the corpus's life), nor look the chunks up (that reads what user code may have swapped in).
     if parent._index:
         positions: Iterable[int] = sorted(map(parent.position, drop))
     else:
-        objects = {id(parent[i]) for i in drop}
-        positions = itertools.compress(itertools.count(), map(objects.__contains__, map(id, chunks)))
+        positions = itertools.compress(itertools.count(), map(drop.__contains__, map(_ID, chunks)))
     kept: list[Chunk] = []
     previous = 0
     for position in positions:

@@ -119,6 +119,27 @@ def test_a_corpus_built_while_its_parent_is_edited_holds_what_it_was_derived_fro
     assert derived == Corpus(list(_derivations(_base())[kind][0]))
 
 
+@pytest.mark.parametrize("edit", ["copies", "fewer"])
+def test_a_few_removals_from_a_large_unindexed_parent_are_cut_from_its_own_chunks_during_an_edit(edit: str) -> None:
+    # Few removals from a large corpus are cut around their positions; a parent without an id index of its own
+    # (derived, lookups through the delta) found them by looking the chunks up, which read the swapped-in chunks:
+    # copies of them matched nothing in the parent's own tuple (the "removed" chunks stayed, for good), and fewer
+    # chunks failed the lookup (CorpusChanged raised in whichever call first read the corpus).
+    import attrs
+
+    base = _base(200)
+    derived = base.with_chunks([Chunk("n", "new")]).without(["c1", "c150"])
+    expected = [c.id for c in base.chunks if c.id not in ("c1", "c150")] + ["n"]
+    swapped = tuple(attrs.evolve(c, text="edited") for c in base.chunks) if edit == "copies" else base.chunks[:1]
+    object.__setattr__(base, "chunks", swapped)
+    try:
+        built = [c.id for c in derived.chunks]
+    finally:
+        assert base.restore_if_changed()
+    assert built == expected == [c.id for c in derived.chunks] and len(derived) == len(expected)
+    assert not derived.restore_if_changed() and derived == Corpus(list(derived))
+
+
 @pytest.mark.parametrize("make", [lambda base: base.reordered([4, 3, 2, 1, 0]), lambda base: base.restricted({"c1", "c3"})])
 def test_what_a_corpus_remembers_is_of_its_own_chunks_even_when_first_asked_during_an_edit(make: Any) -> None:
     # The id index and the fingerprint are built on first use and kept; first asked while user code has swapped the
