@@ -355,8 +355,6 @@ class Corpus:
         """The corpus's own chunk tuple, built from the parent and published once (thread-safe)."""
         origin = self._origin
         if origin is not None:
-            if self._chunks is None:
-                object.__setattr__(self, "_chunks", origin)
             return origin
         # Another thread may publish the tuple between the two reads: it sets `_origin` before clearing `_pending`,
         # so a cleared `_pending` means the tuple is there to read under the lock.
@@ -365,10 +363,10 @@ class Corpus:
         with _BUILD_LOCK:
             if self._origin is None:
                 assert built is not None
+                # `_chunks` first: once `_origin` is set, a `_chunks` that is not it is an edit (restore_if_changed).
+                object.__setattr__(self, "_chunks", built)
                 object.__setattr__(self, "_origin", built)
                 object.__setattr__(self, "_pending", None)  # the parent is no longer needed to build it
-            if self._chunks is None:
-                object.__setattr__(self, "_chunks", self._origin)
         assert self._origin is not None
         return self._origin
 
@@ -379,10 +377,10 @@ class Corpus:
         calls this after every call: the edit becomes an error naming the retriever, and the corpus is whole
         again for every later call, unit and retriever.
         """
-        chunks = self._chunks
-        if chunks is None or chunks is self._origin:
+        origin = self._origin  # read first: None while the tuple is unbuilt, or being published by another thread
+        if origin is None or self._chunks is origin:
             return False
-        object.__setattr__(self, "_chunks", self._origin)
+        object.__setattr__(self, "_chunks", origin)
         return True
 
     def _positions(self) -> dict[str, int]:

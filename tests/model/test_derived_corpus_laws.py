@@ -140,6 +140,19 @@ def test_a_few_removals_from_a_large_unindexed_parent_are_cut_from_its_own_chunk
     assert not derived.restore_if_changed() and derived == Corpus(list(derived))
 
 
+@pytest.mark.parametrize("built", [False, True])
+@pytest.mark.parametrize("make", [lambda base: base, lambda base: base.without(["c1"]), lambda base: base.reordered([1, 0, 2, 3])])
+def test_chunks_swapped_for_none_are_seen_and_restored(make: Any, built: bool) -> None:
+    # The guard restores every corpus a call could see and reports the edit: None is an edit like any other (an
+    # unbuilt corpus's tuple is None too, but that is not what it holds).
+    corpus, twin = make(_base(4)), make(_base(4))
+    if built:
+        corpus.chunks
+    object.__setattr__(corpus, "chunks", None)
+    assert corpus.restore_if_changed() and not corpus.restore_if_changed()
+    assert corpus.chunks == twin.chunks and corpus == twin
+
+
 @pytest.mark.parametrize("make", [lambda base: base.reordered([4, 3, 2, 1, 0]), lambda base: base.restricted({"c1", "c3"})])
 def test_what_a_corpus_remembers_is_of_its_own_chunks_even_when_first_asked_during_an_edit(make: Any) -> None:
     # The id index and the fingerprint are built on first use and kept; first asked while user code has swapped the
