@@ -35,7 +35,7 @@ from typing import ClassVar
 import attrs
 from hypothesis import strategies as st
 
-from ragmorph.model import Chunk, World
+from ragmorph.model import Chunk, Corpus, World
 from ragmorph.relations import (
     Call,
     Direction,
@@ -308,15 +308,18 @@ def _content(chunk: Chunk) -> tuple[object, ...]:
     return (chunk.text, chunk.source, chunk.tenant, chunk.version, chunk.effective_from, chunk.superseded_by, chunk.metadata)
 
 
+def _changed(before: Corpus, after: Corpus) -> list[Chunk]:
+    """The chunks of `after` that hold other content than the chunk of `before` with their id, in corpus order."""
+    # A chunk in the same place as the very same object is unchanged: no lookup (the corpora share chunk objects).
+    moved = [*itertools.compress(after.chunks, map(operator.is_not, before.chunks, after.chunks)), *after.chunks[len(before) :]]
+    return [chunk for chunk in moved if before.get(chunk.id) not in (None, chunk)]
+
+
 def _copies(base: Observation, follow: Observation) -> list[tuple[str, str]]:
     """(changed id, id of the chunk whose content it now has) for every chunk the follow-up corpus changed."""
-    corpus, before = follow.world.corpus, base.world.corpus
-    # A chunk in the same place as the very same object is unchanged: no lookup (the corpora share chunk objects).
-    moved = [*itertools.compress(corpus.chunks, map(operator.is_not, before.chunks, corpus.chunks)), *corpus.chunks[len(before) :]]
+    corpus = follow.world.corpus
     pairs = []
-    for chunk in moved:
-        if before.get(chunk.id) in (None, chunk):
-            continue
+    for chunk in _changed(base.world.corpus, corpus):
         # Candidates share the text, found at C speed; then the rest of the content is compared.
         same_text = itertools.compress(corpus.chunks, map(chunk.text.__eq__, map(_TEXT, corpus.chunks)))
         pairs += [(chunk.id, other.id) for other in same_text if other.id != chunk.id and _content(other) == _content(chunk)]
@@ -381,9 +384,7 @@ def updated_unrelated_unmatched(base: Observation, follow: Observation) -> Verdi
     """Verdict that a chunk updated to text sharing no word with the query no longer scores above zero (pure)."""
     query = set(query_tokens(follow.world.case.query))
     updated = [
-        chunk.id
-        for chunk in follow.world.corpus
-        if base.world.corpus.get(chunk.id) not in (None, chunk) and not query & set(query_tokens(chunk.text))
+        chunk.id for chunk in _changed(base.world.corpus, follow.world.corpus) if not query & set(query_tokens(chunk.text))
     ]
     if not updated:
         return Verdict.not_applicable("no chunk was updated to text sharing no word with the query")

@@ -71,9 +71,18 @@ class FrozenMap(Mapping[str, Any]):
         return f"FrozenMap({self._data!r})"
 
 
+# Shared by every chunk and filter without metadata: read-only, so one object serves all (a chunk built without
+# metadata then allocates no map of its own, one object less for the cyclic GC to track per chunk).
+_NO_METADATA = FrozenMap()
+
+
+def _no_metadata() -> FrozenMap:
+    return _NO_METADATA
+
+
 def _to_frozen_map(value: Mapping[str, Any] | None) -> FrozenMap:
     if value is None:
-        return FrozenMap()
+        return _NO_METADATA
     if isinstance(value, FrozenMap):
         return value
     if not isinstance(value, Mapping):
@@ -81,7 +90,7 @@ def _to_frozen_map(value: Mapping[str, Any] | None) -> FrozenMap:
     for key in value:
         if not isinstance(key, str):
             raise InputError(f"expected string keys, got key {describe(key)}", field="metadata", value=key)
-    return FrozenMap(value)
+    return FrozenMap(value) if value else _NO_METADATA
 
 
 def _nonempty_str(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
@@ -167,7 +176,7 @@ class Chunk:
     version: int | None = attrs.field(default=None, validator=_optional_int)
     effective_from: _dt.date | None = attrs.field(default=None, converter=_to_date)
     superseded_by: str | None = attrs.field(default=None, validator=[_optional_nonempty_str, _not_own_successor])
-    metadata: FrozenMap = attrs.field(factory=FrozenMap, converter=_to_frozen_map)
+    metadata: FrozenMap = attrs.field(factory=_no_metadata, converter=_to_frozen_map)
 
     def visible_to(self, tenant: str | None) -> bool:
         """True when a caller of `tenant` may see this chunk (shared chunks are visible to all)."""
@@ -550,8 +559,10 @@ class Corpus:
 
     def reordered(self, order: Sequence[int]) -> Corpus:
         """A corpus whose chunks are `self.chunks[i] for i in order` (a permutation)."""
-        # A permutation: as many positions as chunks, and each one once (sets, not a sort: 100k chunks are asked).
-        if len(order) != len(self.chunks) or set(order) != set(range(len(self.chunks))):
+        # A permutation: as many positions as chunks, and each one once (a set, not a sort: 100k chunks are asked).
+        size = len(self.chunks)
+        held = set(order) if len(order) == size else set()
+        if len(order) != size or len(held) != size or not held.issuperset(range(size)):
             raise InputError(f"expected a permutation of 0..{len(self.chunks) - 1}, got {list(order)[:10]}")
         return Corpus._derived(tuple(map(self.chunks.__getitem__, order)))
 
@@ -861,7 +872,7 @@ class Filters:
 
     tenant: str | None = attrs.field(default=None, validator=_optional_nonempty_str)
     current_only: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
-    metadata: FrozenMap = attrs.field(factory=FrozenMap, converter=_to_frozen_map)
+    metadata: FrozenMap = attrs.field(factory=_no_metadata, converter=_to_frozen_map)
 
     @property
     def is_empty(self) -> bool:
@@ -938,8 +949,13 @@ class Hit:
         return self.score is not None and math.isfinite(self.score)
 
 
+_HIT_TYPE = frozenset({Hit})
+
+
 def _to_hit_tuple(value: Iterable[Hit]) -> tuple[Hit, ...]:
     hits = tuple(value)
+    if set(map(type, hits)) <= _HIT_TYPE:
+        return hits  # every item a Hit, checked at C speed (a response may hold the whole corpus)
     for position, hit in enumerate(hits):
         if not isinstance(hit, Hit):
             raise InputError(f"expected Hit objects, got {describe(hit)} at rank {position + 1}", field="hits")

@@ -184,7 +184,7 @@ _TEXTS = st.sampled_from(["leave policy", "Leave policy", "password reset", ""])
     ),
 )
 def test_lifecycle_copies_match_the_plain_scan(chunks: list[tuple[str, str | None]], edits: list[tuple[str, int, str, str | None]]) -> None:
-    from ragmorph.strategies.lifecycle import _copies
+    from ragmorph.strategies.lifecycle import _changed, _copies, updated_unrelated_unmatched
 
     base = Corpus(Chunk(f"c{n}", text, tenant=tenant) for n, (text, tenant) in enumerate(chunks))
     corpus = base
@@ -200,3 +200,30 @@ def test_lifecycle_copies_match_the_plain_scan(chunks: list[tuple[str, str | Non
             corpus = corpus.reordered([*range(1, len(corpus)), 0])
     before, after = obs([], k=3, corpus=base), obs([], k=3, corpus=corpus)
     assert _copies(before, after) == _plain_copies(before, after)
+    # The updated chunks the unrelated-update relation judges: the changed chunks, read the plain way.
+    plain = [chunk for chunk in corpus if base.get(chunk.id) not in (None, chunk)]
+    assert _changed(base, corpus) == plain
+    if plain:
+        hits = [(chunk.id, 1.0) for chunk in plain]
+        assert updated_unrelated_unmatched(before, obs(hits, k=3, corpus=corpus)) == _plain_unrelated(before, obs(hits, k=3, corpus=corpus))
+
+
+def _plain_unrelated(base: Observation, follow: Observation) -> object:
+    """updated_unrelated_unmatched's verdict with its updated chunks found by a lookup per chunk."""
+    from ragmorph.relations import Verdict
+
+    query = set(query_tokens(follow.world.case.query))
+    updated = [
+        chunk.id
+        for chunk in follow.world.corpus
+        if base.world.corpus.get(chunk.id) not in (None, chunk) and not query & set(query_tokens(chunk.text))
+    ]
+    if not updated:
+        return Verdict.not_applicable("no chunk was updated to text sharing no word with the query")
+    for rank, hit in enumerate(follow.ranking.hits, start=1):
+        if hit.id in updated and hit.score is not None and hit.score > 0:
+            return Verdict.broken(
+                f"chunk {hit.id!r} was updated to text sharing no word with the query, yet it is returned at rank "
+                f"{rank} with score {hit.score:.6g}: its old text is still indexed"
+            )
+    return Verdict.ok("the updated chunk no longer matches the query")
