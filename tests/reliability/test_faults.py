@@ -145,6 +145,40 @@ def test_a_factory_editing_the_corpus_is_an_error_naming_it() -> None:
         guarded.retrieve("beta", Params(2))
 
 
+class _SwapsGivenChunks:
+    """Swaps the chunks of the derived corpus it was handed, before or without ever reading them."""
+
+    def __init__(self, corpus: Corpus, read_first: bool) -> None:
+        self.corpus, self.read_first = corpus, read_first
+
+    def retrieve(self, query: str, *, k: int, filters: object = None) -> list[str]:
+        """No hits; the given corpus's chunks replaced by one foreign chunk."""
+        if self.read_first:
+            assert self.corpus.chunks
+        object.__setattr__(self.corpus, "chunks", (Chunk("zz", "foreign"),))
+        return []
+
+
+@pytest.mark.parametrize("read_first", [False, True])
+@pytest.mark.parametrize("derive", ["without", "with_chunks", "replaced", "reordered"])
+def test_a_retriever_swapping_the_chunks_of_a_lazily_built_derived_corpus_is_named_and_undone(
+    derive: str, read_first: bool
+) -> None:
+    base = Corpus([Chunk(f"c{i}", f"alpha {i}") for i in range(6)])
+    made = {
+        "without": lambda: base.without(["c1"]),
+        "with_chunks": lambda: base.with_chunks([Chunk("n", "new")]),
+        "replaced": lambda: base.replaced(Chunk("c2", "updated")),
+        "reordered": lambda: base.reordered(range(5, -1, -1)),
+    }[derive]
+    expected, given = made().ids, made()
+    guarded = GuardedRetriever(_SwapsGivenChunks(given, read_first), corpus=base, name="swapper")
+    with pytest.raises(RetrieverFailed, match=rf"retriever swapper to leave the Corpus .*\({len(expected)} -> 1 chunks"):
+        guarded.retrieve("alpha", Params(3), corpus=given)
+    assert given.ids == expected and len(given) == len(expected)
+    assert base.ids == tuple(f"c{i}" for i in range(6))
+
+
 def test_mutating_factories_end_as_errors_in_a_run() -> None:
     corpus = Corpus(chunk_from_dict(row) for row in CHUNKS)
     data = check({"builder": faults.mutates_corpus_when_built}, corpus, WORLD_CASES, strategies=["cutoff"],
