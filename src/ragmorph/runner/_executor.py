@@ -988,7 +988,7 @@ def _is_reordering(base: Corpus, after: Corpus) -> bool:
     """True when `after` holds the very chunk objects of `base` in another order (compared at C speed)."""
     if len(after) != len(base) or not base.chunks or derivation(base, after) is not None:
         return False
-    return set(map(id, after.chunks)) == _identities(base)
+    return after.is_permutation_of(base) or set(map(id, after.chunks)) == _identities(base)
 
 
 def _corpus_state(base: Corpus, after: Corpus, delta: Any, reordering: bool) -> tuple[Any, ...]:
