@@ -37,6 +37,7 @@ __all__ = [
     "ks_strategy",
     "matching_ids",
     "query_tokens",
+    "shared_tokens",
     "shares_word",
     "token_index",
     "vocabulary",
@@ -385,9 +386,21 @@ def matching_ids(world: World, *, exclude: Sequence[str] = ()) -> list[str]:
     return [chunk_id for chunk_id in ranked if chunk_id not in left_out] if left_out else list(ranked)
 
 
+def shared_tokens(corpus: Corpus, query: str) -> np.ndarray:
+    """For each chunk of `corpus` (by corpus position), how many distinct tokens of `query` it holds (remembered
+    per corpus and query: read-only)."""
+    return _SHARED.get((corpus,), query, lambda: _shared(corpus, query))
+
+
+def _shared(corpus: Corpus, query: str) -> np.ndarray:
+    shared = token_index(corpus).holding([(token,) for token in dict.fromkeys(query_tokens(query))])
+    shared.flags.writeable = False
+    return shared
+
+
 def _matching(corpus: Corpus, query: str) -> tuple[str, ...]:
     # Depth, state and lifecycle each ask for the same corpus and query: one answer (the memo) serves all three.
-    shared = token_index(corpus).holding([(token,) for token in dict.fromkeys(query_tokens(query))])
+    shared = shared_tokens(corpus, query)
     holding = np.flatnonzero(shared)
     ranked = holding[np.lexsort((holding, -shared[holding]))]  # most shared first, ties by position
     chunks = corpus.chunks
@@ -578,6 +591,7 @@ class CorpusMemo:
 
 
 _MATCHING = CorpusMemo(16)
+_SHARED = CorpusMemo(16)
 # Each index of a 100k-chunk corpus is ~25 MB; a run asks for a few corpora (the base one, a minimised one).
 _TOKEN_INDEXES = CorpusMemo(4)
 _DIFFS = CorpusMemo(16)

@@ -7,6 +7,7 @@ import hashlib
 import itertools
 import json
 import math
+import operator
 import threading
 from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, Sequence
 from typing import Any
@@ -230,10 +231,15 @@ def _check_supersession(chunks: tuple[Chunk, ...], index: Mapping[str, int]) -> 
         done.update(path)
 
 
+_ID = operator.attrgetter("id")
+
+
 def _build(parent: Corpus, recipe: tuple[Any, ...]) -> tuple[Chunk, ...]:
     """The chunk tuple `recipe` makes of `parent`'s chunks: ("drop", ids), ("insert", at, new chunks) or
     ("replace", position, chunk)."""
-    chunks = parent.chunks
+    # The parent's own tuple, not `parent.chunks`: user code may have swapped the parent's chunks (object.__setattr__,
+    # undone by restore_if_changed after its call) when this runs, and this corpus would keep that edit for its life.
+    chunks = parent._origin_chunks()
     kind = recipe[0]
     if kind == "insert":
         _, at, new = recipe
@@ -245,13 +251,12 @@ def _build(parent: Corpus, recipe: tuple[Any, ...]) -> tuple[Chunk, ...]:
     if len(drop) * 64 >= len(chunks):
         return tuple(c for c in chunks if c.id not in drop)
     # Few removals: cut around their positions with C-level tuple slicing instead of a Python loop. A derived
-    # parent has no id index yet: find the chunk objects by identity (a C-level pass) rather than build one (a
-    # dict of every id, kept for the corpus's life).
+    # parent has no id index yet: find the ids in its own chunks (a C-level pass) rather than build one (a dict of
+    # every id, kept for the corpus's life), nor look the chunks up (that reads what user code may have swapped in).
     if parent._index:
         positions: Iterable[int] = sorted(map(parent.position, drop))
     else:
-        objects = {id(parent[i]) for i in drop}
-        positions = itertools.compress(itertools.count(), map(objects.__contains__, map(id, chunks)))
+        positions = itertools.compress(itertools.count(), map(drop.__contains__, map(_ID, chunks)))
     kept: list[Chunk] = []
     previous = 0
     for position in positions:
@@ -363,18 +368,18 @@ class Corpus:
         """The corpus's own chunk tuple, built from the parent and published once (thread-safe)."""
         origin = self._origin
         if origin is not None:
-            if self._chunks is None:
-                object.__setattr__(self, "_chunks", origin)
             return origin
+        # Another thread may publish the tuple between the two reads: it sets `_origin` before clearing `_pending`,
+        # so a cleared `_pending` means the tuple is there to read under the lock.
         pending = self._pending
-        assert pending is not None
-        built = _build(pending[0], pending[1])
+        built = _build(pending[0], pending[1]) if pending is not None else None
         with _BUILD_LOCK:
             if self._origin is None:
+                assert built is not None
+                # `_chunks` first: once `_origin` is set, a `_chunks` that is not it is an edit (restore_if_changed).
+                object.__setattr__(self, "_chunks", built)
                 object.__setattr__(self, "_origin", built)
                 object.__setattr__(self, "_pending", None)  # the parent is no longer needed to build it
-            if self._chunks is None:
-                object.__setattr__(self, "_chunks", self._origin)
         assert self._origin is not None
         return self._origin
 
@@ -385,15 +390,16 @@ class Corpus:
         calls this after every call: the edit becomes an error naming the retriever, and the corpus is whole
         again for every later call, unit and retriever.
         """
-        chunks = self._chunks
-        if chunks is None or chunks is self._origin:
+        origin = self._origin  # read first: None while the tuple is unbuilt, or being published by another thread
+        if origin is None or self._chunks is origin:
             return False
-        object.__setattr__(self, "_chunks", self._origin)
+        object.__setattr__(self, "_chunks", origin)
         return True
 
     def _positions(self) -> dict[str, int]:
         if not self._index:
-            self._index.append({chunk.id: position for position, chunk in enumerate(self.chunks)})
+            # Of the corpus's own chunks: built while user code has swapped them, it would outlive the edit.
+            self._index.append({chunk.id: position for position, chunk in enumerate(self._origin_chunks())})
         return self._index[0]
 
     def get(self, chunk_id: str) -> Chunk | None:
@@ -463,6 +469,8 @@ class Corpus:
     def _equal_by_recipes(self, other: Corpus) -> bool | None:
         """Whether this corpus, of as many chunks as `other`, holds the same chunks, read from the recipes of the
         unbuilt corpora leading from `other` to it; None when they cannot tell (then compare the chunks)."""
+        if other._chunks is not other._origin:
+            return None  # user code swapped `other`'s chunks (object.__setattr__): the recipes describe its own ones
         steps = []
         current = self
         while current is not other:
@@ -510,7 +518,7 @@ class Corpus:
         """A stable SHA-256 hex digest of every chunk's fields, in order (changes with any id, text or order)."""
         if not self._fingerprint:
             digest = hashlib.sha256()
-            for chunk in self.chunks:
+            for chunk in self._origin_chunks():  # the corpus's own chunks, as the index (remembered for its life)
                 record = json.dumps(chunk.to_dict(), sort_keys=True, ensure_ascii=True, default=str)
                 # Length-prefix each record so that no two different corpora hash the same byte stream.
                 digest.update(f"{len(record)}:".encode())

@@ -110,3 +110,30 @@ def test_a_callers_own_freeze_and_a_disabled_collector_are_left_as_they_are() ->
     with frozen_heap():
         assert gc.get_freeze_count() == 0
     assert not gc.isenabled()
+
+
+class _Held:
+    """Something a search's test refers to (as a unit's test refers to its executor and call cache)."""
+
+
+def test_a_finished_search_keeps_nothing_its_test_refers_to_alive() -> None:
+    """Only counted references free what a passing search's test held (a failing search's exceptions, which
+    Hypothesis keeps with their frames, hold it until a collection)."""
+    from hypothesis import strategies as st
+
+    from ragmorph.runner import search
+
+    held = _Held()
+    alive = weakref.ref(held)
+
+    def test(value: int, held: _Held = held) -> None:  # held as a default: `del held` below cannot reach it
+        return None
+
+    gc.collect()
+    gc.disable()  # Hypothesis's own reference cycles stay uncollected: only references counted free anything
+    try:
+        assert search(st.integers(0, 10), test, max_examples=20, derandomize=False, seed=0, on_flaky=lambda: None) is None
+        del held, test
+        assert alive() is None
+    finally:
+        gc.enable()

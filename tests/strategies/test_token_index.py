@@ -1,11 +1,12 @@
 """The strategies' corpus scans: every answer read from the token index equals the scan it replaced, over generated
-corpora and corpora derived from them (removals, additions, in-place updates); metadata counts equal a plain count."""
+corpora and corpora derived from them (removals, additions, in-place updates); the index's key table numbers tokens
+apart around its key widths; metadata counts and their most common pairs equal a plain count and sort."""
 
 from __future__ import annotations
 
 from collections import Counter
-from decimal import Decimal
 from collections.abc import Iterator
+from decimal import Decimal
 
 import numpy as np
 import pytest
@@ -13,10 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragmorph.adapters import default_tokenize
-from ragmorph.model import Case, Chunk, Corpus, Params, World
+from ragmorph.model import Case, Chunk, Corpus, Hit, Params, Ranking, World
+from ragmorph.relations import Observation
 from ragmorph.strategies import _core
 from ragmorph.strategies._core import TokenIndex, matching_ids, query_tokens, token_index, vocabulary
-from ragmorph.strategies.filtering import _metadata_counts, _most_common, _pair_key, _scalar_items
+from ragmorph.strategies.filtering import _metadata_counts, _most_common, _pair_key, _scalar_items, _shares_query_words
 from ragmorph.strategies.odd_query import _unrelated_words
 
 # Pieces whose tokens hide inside longer words, repeat, touch punctuation, casefold to others or to ASCII
@@ -161,3 +163,23 @@ def test_token_numbers_are_equal_exactly_for_equal_tokens_across_batches_and_tab
             assert numbered.setdefault(token, number) == number
     assert len(set(numbered.values())) == len(numbered)
     assert keys.vocabulary() == numbered
+
+
+@settings(max_examples=150, deadline=None)
+@given(corpus=corpora(), query=_TEXT, data=st.data())
+def test_shares_query_words_judges_each_hit_as_tokenising_its_text_does(corpus: Corpus, query: str, data: st.DataObject) -> None:
+    # The filters family's soft relation, against the scan it replaced: a hit's text tokenised again.
+    ids = [chunk.id for chunk in corpus] + ["gone"]
+    base_ids, follow_ids = (data.draw(st.lists(st.sampled_from(ids), max_size=6)) for _ in range(2))
+    world = World(corpus=corpus, case=Case(id="q", query=query), params=Params(5))
+    base = Observation(world, Ranking([Hit(i, 1.0) for i in dict.fromkeys(base_ids)]))
+    follow = Observation(world, Ranking([Hit(i, 1.0) for i in dict.fromkeys(follow_ids)]))
+    wanted = set(query_tokens(query))
+    unshared = [h.id for h in [*base.ranking.hits, *follow.ranking.hits] if h.id in corpus and not wanted.intersection(query_tokens(corpus[h.id].text))]
+    verdict = _shares_query_words(base, follow)
+    if not base.ranking.hits and not follow.ranking.hits:
+        assert not verdict.applicable
+    elif unshared:
+        assert not verdict.holds and repr(unshared[0]) in verdict.detail
+    else:
+        assert verdict.holds

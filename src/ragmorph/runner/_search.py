@@ -46,8 +46,15 @@ def search(
     what is tested), `on_flaky()` supplies the failure that was observed (or None).
     """
 
+    # Hypothesis keeps the function it runs in reference cycles of its own (the wrapped test, its handle, its run
+    # state), which only the collector's full passes free. Reached through this list, emptied when the search
+    # ends, the test no longer keeps a unit's executor and the batch's call cache (every response, 100k hits each
+    # at depth k = corpus + 1) alive past the batch. (A search that fails still does until such a pass: the
+    # exceptions Hypothesis keeps hold the frames of the calls, which hold their callers' frames.)
+    tests = [test]
+
     def run_one(value: Any) -> None:
-        found = test(value)
+        found = tests[0](value)
         if found is not None:
             raise _Failed(found)
 
@@ -77,4 +84,6 @@ def search(
         return failed.found  # type: ignore[no-any-return]
     except Flaky:
         return on_flaky()
+    finally:
+        tests.clear()
     return None
