@@ -8,6 +8,8 @@ from typing import Any
 
 import attrs
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ragmorph.adapters import BM25Retriever
 from ragmorph.errors import ContractRule, UsageError
@@ -171,3 +173,38 @@ def test_a_reindexed_call_is_never_continued_as_an_unedited_one() -> None:
     assert after_reindex.base.ranking == after_reindex.follow.ranking and WORLD.case.gold_ids[0] in after_reindex.base.ranking.ids
     reindexed = executor.run(Plan((Call(without_gold, Instance.SAME, Edit.INDEX, Role.BASE), Call(WORLD, Instance.SAME, role=Role.FOLLOW))))
     assert WORLD.case.gold_ids[0] not in reindexed.base.ranking.ids
+
+
+@st.composite
+def _related_corpora(draw: st.DrawFn) -> tuple[Corpus, Corpus]:
+    """A base corpus and another of as many chunks or not: reordered, derived by edits, or rebuilt with copies."""
+    size = draw(st.integers(1, 8))
+    base = Corpus(Chunk(f"c{i}", f"text {i}") for i in range(size))
+    after = base
+    for step in draw(st.lists(st.sampled_from(["reorder", "remove", "add", "replace", "copy", "rebuild"]), max_size=3)):
+        if step == "reorder":
+            after = after.reordered(draw(st.permutations(range(len(after)))))
+        elif step == "remove" and len(after) > 1:
+            after = after.without([draw(st.sampled_from(after.ids))])
+        elif step == "add":
+            fresh = f"n{draw(st.integers(0, 99))}"
+            if fresh not in after:
+                after = after.with_chunks([Chunk(fresh, "new")])
+        elif step == "replace":
+            after = after.replaced(Chunk(draw(st.sampled_from(after.ids)), "replaced"))
+        elif step == "copy":  # equal chunks, other objects
+            after = Corpus(Chunk(c.id, c.text) for c in after)
+        elif step == "rebuild":  # the very objects, in a corpus built anew
+            after = Corpus(list(after.chunks))
+    return base, after
+
+
+@given(_related_corpora())
+@settings(max_examples=200, deadline=None)
+def test_a_reordering_is_told_exactly_as_the_identity_sets_tell_it(corpora: tuple[Corpus, Corpus]) -> None:
+    from ragmorph.runner._executor import _is_reordering
+    from ragmorph.strategies import derivation
+
+    base, after = corpora
+    plain = len(after) == len(base) and derivation(base, after) is None and {id(c) for c in after} == {id(c) for c in base}
+    assert _is_reordering(base, after) is plain
