@@ -49,7 +49,7 @@ def fresh_memos() -> Iterator[None]:
 @settings(max_examples=200, deadline=None)
 @given(texts=st.lists(_TEXTS, max_size=9), block=st.integers(1, 4))
 def test_the_index_holds_each_chunks_tokens_in_order_for_any_text(texts: list[str], block: int) -> None:
-    chunks = [Chunk(f"c{i}", text or "-") for i, text in enumerate(texts)]
+    chunks = [Chunk(f"c{i}", text) for i, text in enumerate(texts)]
     saved, _core._BLOCK = _core._BLOCK, block
     try:
         index = TokenIndex.of(chunks)
@@ -80,7 +80,7 @@ _ASCII = st.one_of(
     block=st.integers(1, 4),
 )
 def test_claims_judge_every_chunk_the_judge_would_accept_for_any_text(texts: list[str], claims: list[str], block: int) -> None:
-    corpus = Corpus([Chunk(f"c{i}", text or "-") for i, text in enumerate(texts)])
+    corpus = Corpus([Chunk(f"c{i}", text) for i, text in enumerate(texts)])
     saved, _core._BLOCK = _core._BLOCK, block  # blocks of ASCII texts alone, and blocks mixing them with others
     try:
         candidates = set(_candidates(corpus, claims))
