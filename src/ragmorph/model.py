@@ -290,6 +290,8 @@ class Corpus:
     _origin: tuple[Chunk, ...] | None = attrs.field(init=False, repr=False)
     # How to build the chunk tuple from a parent until it is read: (parent, recipe, length, depth); else None.
     _pending: tuple[Corpus, tuple[Any, ...], int, int] | None = attrs.field(init=False, repr=False)
+    # The corpus whose very chunk objects a `reordered` corpus holds (the first one of a chain of reorderings).
+    _permuted: Corpus | None = attrs.field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         chunks = self._chunks
@@ -309,6 +311,7 @@ class Corpus:
         object.__setattr__(self, "_fingerprint", [])
         object.__setattr__(self, "_origin", chunks)
         object.__setattr__(self, "_pending", None)
+        object.__setattr__(self, "_permuted", None)
 
     @classmethod
     def _derived(
@@ -345,6 +348,7 @@ class Corpus:
         object.__setattr__(corpus, "_fingerprint", [])
         object.__setattr__(corpus, "_origin", chunks)
         object.__setattr__(corpus, "_pending", pending)
+        object.__setattr__(corpus, "_permuted", None)
         return corpus
 
     @property
@@ -564,7 +568,15 @@ class Corpus:
         held = set(order) if len(order) == size else set()
         if len(order) != size or len(held) != size or not held.issuperset(range(size)):
             raise InputError(f"expected a permutation of 0..{len(self.chunks) - 1}, got {list(order)[:10]}")
-        return Corpus._derived(tuple(map(self.chunks.__getitem__, order)))
+        corpus = Corpus._derived(tuple(map(self.chunks.__getitem__, order)))
+        object.__setattr__(corpus, "_permuted", self if self._permuted is None else self._permuted)
+        return corpus
+
+    def is_permutation_of(self, other: Corpus) -> bool:
+        """Whether this corpus is known, without reading its chunks, to hold the very chunk objects of `other` in
+        some order: True when it was built by `other.reordered(...)` (or by reordering such a corpus); False
+        when that is not known (compare the chunks then)."""
+        return self._permuted is other
 
     def restricted(self, ids: Iterable[str]) -> Corpus:
         """A corpus keeping only `ids`, in corpus order (unknown ids are ignored)."""

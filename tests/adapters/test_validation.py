@@ -188,3 +188,35 @@ def test_whole_response_checks_agree_with_the_checks_hit_by_hit(
         scored = sorted((h for h in hits if h.score is not None and not math.isnan(h.score)), key=lambda h: -h.score)
         hits = [*scored, *(h for h in hits if h not in scored)]
     assert _valid(tuple(hits), corpus) is not _breaks_a_rule(tuple(hits), corpus)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    scores=st.lists(
+        st.one_of(
+            st.none(),
+            st.floats(allow_nan=True, allow_infinity=True),
+            st.sampled_from([0.0, -0.0, 1.7e308, -1.7e308, math.inf, -math.inf]),
+            st.integers(-3, 3),
+        ),
+        max_size=6,
+    ),
+    as_numpy=st.lists(st.booleans(), min_size=6, max_size=6),
+)
+def test_numpy_scores_get_the_verdicts_of_the_checks_hit_by_hit_without_a_warning(
+    scores: list[float | int | None], as_numpy: list[bool]
+) -> None:
+    """numpy's float64 is a float, so a Hit holds it as its score: adding such scores up must not overflow with
+    numpy's RuntimeWarning (an error under `-W error`) where the hit-by-hit checks see a valid response."""
+    np = pytest.importorskip("numpy")
+    hits = tuple(
+        Hit(f"d{i}", np.float64(score) if wrap and isinstance(score, float) else score)
+        for i, (score, wrap) in enumerate(zip(scores, as_numpy))
+    )
+    from ragmorph.adapters.validation import _valid
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _valid(hits, CORPUS) is not _breaks_a_rule(hits, CORPUS)
+        descending = tuple(Hit(f"d{i}", np.float64(s)) for i, s in enumerate([1.7e308, 1.7e308, 0.5]))
+        assert validate_hits(descending, k=3, query="q", corpus=CORPUS) == descending

@@ -289,3 +289,36 @@ def test_a_derived_corpus_edited_before_its_chunks_are_built_is_restored() -> No
     assert not derived.restore_if_changed() and not base.without(["c"]).restore_if_changed()
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         derived.chunks = ()  # type: ignore[misc]
+
+
+@given(
+    st.lists(st.sampled_from(["a", "b", "c", "d", "e"]), min_size=0, max_size=5, unique=True),
+    st.lists(st.tuples(st.sampled_from(["reorder", "remove", "add", "replace", "rebuild"]), st.integers(0, 9)), max_size=6),
+)
+def test_a_corpus_known_to_permute_another_holds_its_very_chunks(ids: list[str], steps: list[tuple[str, int]]) -> None:
+    """`is_permutation_of` never says True wrongly: the two corpora then hold the same chunk objects, each once;
+    and a reordering of a corpus (or of a reordering of it) is known as one."""
+    chain = [Corpus(Chunk(i, f"text {i}") for i in ids)]
+    root = None  # the corpus the last run of reorderings started from
+    for number, (op, n) in enumerate(steps):
+        corpus = chain[-1]
+        if op == "reorder" and len(corpus):
+            root = corpus if root is None else root
+            corpus = corpus.reordered([*range(n % len(corpus), len(corpus)), *range(n % len(corpus))])
+            assert corpus.is_permutation_of(root)
+            chain.append(corpus)
+            continue
+        root = None
+        if op == "remove" and len(corpus):
+            corpus = corpus.without([corpus.chunks[n % len(corpus)].id])
+        elif op == "add":
+            corpus = corpus.with_chunks([Chunk(f"new{number}", "added")])
+        elif op == "replace" and len(corpus):
+            corpus = corpus.replaced(Chunk(corpus.chunks[n % len(corpus)].id, "replaced"))
+        elif op == "rebuild":
+            corpus = Corpus(corpus.chunks)
+        chain.append(corpus)
+    for one in chain:
+        for other in chain:
+            if one.is_permutation_of(other):
+                assert len(one) == len(other) and {id(c) for c in one.chunks} == {id(c) for c in other.chunks}

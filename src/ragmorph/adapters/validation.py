@@ -113,13 +113,24 @@ def _valid(hits: tuple[Hit, ...], corpus: Corpus | None) -> bool:
         return False
     scores = list(map(_SCORE, hits))
     try:
-        total = sum(scores)
+        finite = _all_finite(scores)
     except TypeError:  # some hits have no score: those rules skip them
         scores = [score for score in scores if score is not None]
-        total = sum(scores)
-    # A finite sum has no inf or nan among its terms; a sum that overflowed is settled score by score.
-    if not (isinstance(total, float) and math.isfinite(total)) and not all(map(math.isfinite, scores)):
+        finite = _all_finite(scores)
+    if not finite:
         return False
     # Finite numbers are totally ordered: not rising down the list is being in descending order already (a sort
     # of a sorted list is one linear pass).
     return scores == sorted(scores, reverse=True)
+
+
+def _all_finite(scores: list[float]) -> bool:
+    """Whether every score is finite: by one sum, settled score by score when the sum is not finite."""
+    # A finite sum has no inf or nan among its terms. fsum adds C doubles: a sum of numpy float64 scores (a Hit
+    # holds them, float64 being a float) would overflow with numpy's RuntimeWarning, an error under -W error.
+    try:
+        if math.isfinite(math.fsum(scores)):
+            return True
+    except (OverflowError, ValueError):  # finite scores whose sum overflows; inf + -inf
+        pass
+    return all(map(math.isfinite, scores))
