@@ -80,7 +80,8 @@ def test_two_threads_reading_a_lazy_corpus_get_one_tuple_at_every_interleaving(d
             time.sleep(0.0005)
         results["other"] = derived.chunks
         done.set()
-        thread.join(5)
+        thread.join(60)
+        assert not thread.is_alive()
         assert not errors, f"stopped at line {pause_at} of the build: {errors[0]!r}"
         assert results["paused"] is results["other"] is derived.chunks
         assert derived.chunks == expected and not derived.restore_if_changed()
