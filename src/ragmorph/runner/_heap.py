@@ -5,9 +5,10 @@ cyclic collector now and then makes a full pass over every object of the process
 at 100k chunks about 250,000 objects, 0.1-0.2 s a pass, several passes a run. Everything alive when the run
 starts (the corpus, the caller's data, imported modules) is moved to the collector's permanent generation
 (`gc.freeze()`) for the run and back when it ends (`gc.unfreeze()`): collections during the run traverse only
-what the run itself made. Nothing else changes: the collector stays enabled with its thresholds, and every object
-is freed when it would be. The one difference is *when* a reference cycle among objects that existed before the
-run is freed if it becomes garbage during the run: after the run, by a later collection.
+what the run itself made. The collector stays enabled with its thresholds. What differs during a run: a
+reference cycle among objects that existed before it is freed, if it becomes garbage meanwhile, by a collection
+after the run; `gc.get_objects()` and `gc.get_referrers()` do not list the frozen objects; and a `gc.freeze()`
+made by the retriever itself is undone with the run's (README, "The runner's own share at scale").
 """
 
 from __future__ import annotations
