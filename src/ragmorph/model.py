@@ -35,10 +35,11 @@ __all__ = [
 class FrozenMap(Mapping[str, Any]):
     """A read-only, hashable mapping used for chunk metadata and filter constraints."""
 
-    __slots__ = ("_data", "_hash")
+    __slots__ = ("_data", "_canonical", "_hash")
 
     def __init__(self, data: Mapping[str, Any] | Iterable[tuple[str, Any]] = ()) -> None:
         self._data: dict[str, Any] = dict(data)
+        self._canonical: str | None = None
         self._hash: int | None = None
 
     def __getitem__(self, key: str) -> Any:
@@ -54,17 +55,27 @@ class FrozenMap(Mapping[str, Any]):
         """The (key, value) pairs, read at C speed (the Mapping default reads each value through __getitem__)."""
         return self._data.items()
 
+    def _canonical_json(self) -> str:
+        if self._canonical is None:
+            # Values may be lists or dicts (JSON metadata): their canonical JSON form, which tells 1, 1.0 and true
+            # apart as JSON (and a store) does, where Python's == takes them for one value.
+            self._canonical = json.dumps(self._data, sort_keys=True, default=str)
+        return self._canonical
+
     def __hash__(self) -> int:
         if self._hash is None:
-            # Values may be lists or dicts (JSON metadata), so hash their canonical JSON form.
-            self._hash = hash(json.dumps(self._data, sort_keys=True, default=str))
+            self._hash = hash(self._canonical_json())
         return self._hash
 
     def __eq__(self, other: object) -> bool:
+        # Equal values and equal JSON forms: metadata changed from 1 to true (or 1.0) is a change, and equal maps
+        # hash alike (values equal under == alone, such as 1 and True, have different JSON forms and hashes).
+        if self is other:
+            return True
+        if isinstance(other, Mapping) and not isinstance(other, FrozenMap):
+            other = FrozenMap(other)
         if isinstance(other, FrozenMap):
-            return self._data == other._data
-        if isinstance(other, Mapping):
-            return self._data == dict(other)
+            return self._data == other._data and self._canonical_json() == other._canonical_json()
         return NotImplemented
 
     def __repr__(self) -> str:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import attrs
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragmorph.errors import InputError
@@ -322,3 +323,27 @@ def test_a_corpus_known_to_permute_another_holds_its_very_chunks(ids: list[str],
         for other in chain:
             if one.is_permutation_of(other):
                 assert len(one) == len(other) and {id(c) for c in one.chunks} == {id(c) for c in other.chunks}
+
+
+_JSON_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from([0.0, 1.0, -1.0, 0.5]), st.sampled_from(["", "1", "a"]))
+_JSON_VALUES = st.recursive(_JSON_SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("xy"), inner, max_size=2), max_leaves=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from("abc"), _JSON_VALUES, max_size=3), st.dictionaries(st.sampled_from("abc"), _JSON_VALUES, max_size=3))
+def test_frozen_maps_that_are_equal_hash_alike(left: dict[str, object], right: dict[str, object]) -> None:
+    a, b = FrozenMap(left), FrozenMap(right)
+    if a == b:
+        assert hash(a) == hash(b)
+    # Equal exactly when the values are equal and JSON spells them alike (1, 1.0 and true are three values).
+    assert (a == b) == (left == right and json.dumps(left, sort_keys=True) == json.dumps(right, sort_keys=True))
+    assert (a == right) == (a == b)
+
+
+def test_metadata_changed_from_one_to_true_is_a_change() -> None:
+    one = Chunk("c1", "leave policy", metadata={"flag": 1})
+    assert FrozenMap({"flag": 1}) != FrozenMap({"flag": True})
+    assert FrozenMap({"flag": 1}) != FrozenMap({"flag": 1.0})
+    assert FrozenMap({"flag": 1}) == {"flag": 1}
+    assert one != attrs.evolve(one, metadata={"flag": True})
+    assert one == attrs.evolve(one, metadata={"flag": 1})

@@ -208,3 +208,11 @@ def test_a_reordering_is_told_exactly_as_the_identity_sets_tell_it(corpora: tupl
     base, after = corpora
     plain = len(after) == len(base) and derivation(base, after) is None and {id(c) for c in after} == {id(c) for c in base}
     assert _is_reordering(base, after) is plain
+
+
+def test_an_update_of_metadata_from_one_to_true_is_an_update() -> None:
+    from ragmorph.runner._executor import _updated
+
+    base = Corpus([Chunk("c1", "leave policy", metadata={"flag": 1}), Chunk("c2", "vpn setup")])
+    edited = base.replaced(attrs.evolve(base["c1"], metadata={"flag": True}))
+    assert _updated(base, edited) == (edited["c1"],)
