@@ -8,6 +8,7 @@ from __future__ import annotations
 import array
 import datetime as _dt
 import functools
+import operator
 import threading
 import weakref
 from collections.abc import Callable, Hashable, Iterable, Sequence
@@ -31,6 +32,7 @@ __all__ = [
     "TokenIndex",
     "Vocabulary",
     "between_filters",
+    "corpus_tenants",
     "default_filters",
     "derivation",
     "fresh_id",
@@ -212,18 +214,9 @@ class TokenIndex:
     ends: np.ndarray = attrs.field(repr=False)  # chunk i's tokens end before ends[i]
     ascii: np.ndarray = attrs.field(repr=False)  # whether chunk i's text is ASCII
 
-    def holders(self, token: str) -> np.ndarray:
-        """The corpus positions of the chunks holding `token`, ascending (empty for a token no chunk holds)."""
-        number = self.numbers.get(token)
-        if number is None:
-            return np.zeros(0, np.intp)
-        held = np.zeros(len(self.ends), bool)
-        held[np.searchsorted(self.ends, np.flatnonzero(self.tokens == number), side="right")] = True
-        return np.flatnonzero(held)
-
     def holding(self, groups: Sequence[Iterable[str]]) -> np.ndarray:
         """For each chunk (by corpus position), how many of `groups` (each a few tokens) it holds a token of: one
-        pass over the corpus's tokens per 8 groups, where `holders` passes once per token."""
+        pass over the corpus's tokens per 8 groups."""
         found = np.zeros(len(self.ends), np.intp)
         numbered = [sorted({self.numbers[token] for token in group if token in self.numbers}) for group in groups]
         numbered = [numbers for numbers in numbered if numbers]
@@ -377,6 +370,14 @@ class _TokenKeys:
 def token_index(corpus: Corpus) -> TokenIndex:
     """The token index of `corpus`, built once per corpus (remembered without keeping the corpus alive)."""
     return _TOKEN_INDEXES.get((corpus,), None, lambda: TokenIndex.of(corpus.chunks))
+
+
+def corpus_tenants(corpus: Corpus) -> frozenset[str | None]:
+    """Every tenant owning chunks of `corpus` (None for shared chunks), once per corpus: each case asks."""
+    return _TENANTS.get((corpus,), None, lambda: frozenset(map(_TENANT, corpus.chunks)))
+
+
+_TENANT = operator.attrgetter("tenant")
 
 
 def matching_ids(world: World, *, exclude: Sequence[str] = ()) -> list[str]:
@@ -592,6 +593,7 @@ class CorpusMemo:
 
 _MATCHING = CorpusMemo(16)
 _SHARED = CorpusMemo(16)
+_TENANTS = CorpusMemo(4)
 # Each index of a 100k-chunk corpus is ~25 MB; a run asks for a few corpora (the base one, a minimised one).
 _TOKEN_INDEXES = CorpusMemo(4)
 _DIFFS = CorpusMemo(16)

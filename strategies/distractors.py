@@ -23,10 +23,10 @@ from typing import ClassVar
 import attrs
 from hypothesis import strategies as st
 
-from ragmorph.model import Chunk, Corpus, World
+from ragmorph.model import Chunk, World
 from ragmorph.relations import Concern, Direction, Observation, Relation, Severity, Verdict, scores_tied
 
-from ._core import CorpusMemo, Family, PerturbationBase, chunk_of, corpus_diff, fresh_id, ks_strategy, ruled_out, vocabulary
+from ._core import Family, PerturbationBase, chunk_of, corpus_diff, corpus_tenants, fresh_id, ks_strategy, ruled_out, vocabulary
 
 __all__ = ["FAMILY", "KINDS", "RELATIONS", "InjectDistractors", "distractor_injections"]
 
@@ -68,15 +68,6 @@ def _texts(words: Sequence[str], min_words: int, max_words: int) -> st.SearchStr
     return st.lists(st.sampled_from(words), min_size=min_words, max_size=max_words).map(" ".join)
 
 
-# Every case of a corpus asks for its tenants (a scan of every chunk).
-_TENANTS = CorpusMemo(4)
-
-
-def _tenants(corpus: Corpus) -> frozenset[str]:
-    """The tenants owning chunks of `corpus`."""
-    return _TENANTS.get((corpus,), None, lambda: frozenset(chunk.tenant for chunk in corpus.chunks if chunk.tenant is not None))
-
-
 def distractor_injections(world: World, *, ks: Sequence[int], **_: object) -> st.SearchStrategy[InjectDistractors]:
     """Draw one kind of distractors for `world`; shrinks toward fewer, shorter chunks at position 0."""
     vocab = vocabulary()
@@ -104,7 +95,7 @@ def distractor_injections(world: World, *, ks: Sequence[int], **_: object) -> st
             )
     gold = [world.corpus[i] for i in world.case.gold_ids if i in world.corpus]
     if gold and tenant is not None:
-        others = sorted(t for t in _tenants(world.corpus) if t != tenant) or [f"not-{tenant}"]
+        others = sorted(corpus_tenants(world.corpus) - {None, tenant}) or [f"not-{tenant}"]
         attributes = st.one_of(
             st.sampled_from(vocab.regions), st.sampled_from(vocab.products), st.sampled_from(vocab.dates).map(str)
         )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -12,7 +11,7 @@ from hypothesis import strategies as st
 from ragmorph.model import Filters, World
 from ragmorph.relations import Concern, Direction, Observation, Relation, Severity, Verdict
 
-from ._core import Family, PerturbationBase, ks_strategy
+from ._core import Family, PerturbationBase, corpus_tenants, ks_strategy
 from .filtering import admitted_prefix, full_k_relation
 
 __all__ = ["FAMILY", "RELATIONS", "ApplyTenantFilter", "AskAsOtherTenant", "tenant_changes"]
@@ -58,23 +57,15 @@ def tenant_changes(world: World, *, ks: Sequence[int], **_: object) -> st.Search
     """Draw a tenant filter check or a change of asking tenant; shrinks toward the filter check at the smallest k."""
     depth = min(len(world.corpus), max(_DEPTH_FACTOR * max(ks), _MIN_DEPTH))
     filtered = st.builds(lambda k: ApplyTenantFilter(k=k, depth=max(depth, k)), ks_strategy(ks))
-    others = sorted(_tenants(world) - {None, world.case.tenant})
+    others = sorted(corpus_tenants(world.corpus) - {None, world.case.tenant})
     # A tenant nobody has is always available: it must see the shared chunks only.
     candidates = [*others, _unused_tenant(world)]
     other = st.builds(lambda k, t: AskAsOtherTenant(k=k, tenant=t), ks_strategy(ks), st.sampled_from(candidates))
     return st.one_of(filtered, other)
 
 
-def _tenants(world: World) -> set[str | None]:
-    """Every tenant of the corpus (None for shared chunks), read at C speed."""
-    return set(map(_TENANT, world.corpus.chunks))
-
-
-_TENANT = operator.attrgetter("tenant")
-
-
 def _unused_tenant(world: World) -> str:
-    tenants = _tenants(world)
+    tenants = corpus_tenants(world.corpus)
     name = "outsider"
     while name in tenants or name == world.case.tenant:
         name += "_"
