@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
 import attrs
+import numpy as np
 from hypothesis import strategies as st
 
 from ragmorph.adapters import FILTER_KINDS
@@ -85,6 +86,7 @@ def _pair_key(pair: tuple[str, Any]) -> tuple[str, str, str]:
 
 
 _METADATA = CorpusMemo(8)
+_ID = operator.attrgetter("id")
 
 
 # The exact types of JSON scalars. When every value has one of them, every pair is counted at once; a value of
@@ -314,11 +316,14 @@ def _shares_query_words(base: Observation, follow: Observation) -> Verdict:
     if not hits:
         return Verdict.not_applicable("nothing was returned")
     corpus = base.world.corpus
-    # The token index's count per chunk, where each deep base ranking (1,000 hits) tokenised every text again.
+    # The token index's count per chunk, where each deep base ranking (1,000 hits) tokenised every text again; read
+    # for every hit at once (a ranking at k past the corpus holds 100k hits).
     shared = shared_tokens(corpus, base.world.case.query)
-    for hit in hits:
-        if hit.id in corpus and not shared[corpus.position(hit.id)]:
-            return Verdict.broken(f"chunk {hit.id!r} shares no word with the query")
+    positions = np.array(corpus.positions_of(map(_ID, hits)), np.intp)
+    known = np.flatnonzero(positions >= 0)
+    lacking = known[shared[positions[known]] == 0]
+    if len(lacking):
+        return Verdict.broken(f"chunk {hits[int(lacking[0])].id!r} shares no word with the query")
     return Verdict.ok("every returned chunk shares a word with the query")
 
 
