@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from ragmorph.runner import check
-from ragmorph.runner._heap import frozen_heap
+from ragmorph.runner._heap import YOUNG_THRESHOLD, frozen_heap
 from support import engine_retrievers as er
 
 CORPUS, CASES = er.small_world()
@@ -29,12 +29,14 @@ class _Node:
 
 @pytest.fixture(autouse=True)
 def _thawed() -> Iterator[None]:
-    """Each test starts and ends with nothing frozen and the collector enabled."""
+    """Each test starts and ends with nothing frozen, the collector enabled and its thresholds as they were."""
+    thresholds = gc.get_threshold()
     gc.unfreeze()
     gc.enable()
     yield
     gc.unfreeze()
     gc.enable()
+    gc.set_threshold(*thresholds)
 
 
 def _cycle() -> weakref.ref[_Node]:
@@ -97,12 +99,37 @@ def test_nested_and_overlapping_runs_share_one_freeze_undone_when_the_last_leave
     assert gc.get_freeze_count() == 0
 
 
+def test_young_passes_are_rarer_during_a_run_and_the_callers_thresholds_come_back_after_it() -> None:
+    gc.set_threshold(700, 11, 12)
+    seen: list[tuple[int, ...]] = []
+    with frozen_heap():
+        seen.append(gc.get_threshold())
+        with frozen_heap():  # nested: the outer run's setting stays
+            seen.append(gc.get_threshold())
+    assert seen == [(YOUNG_THRESHOLD, 11, 12)] * 2
+    assert gc.get_threshold() == (700, 11, 12)
+    gc.set_threshold(5 * YOUNG_THRESHOLD, 10, 10)  # a caller's higher threshold is never lowered
+    with frozen_heap():
+        assert gc.get_threshold() == (5 * YOUNG_THRESHOLD, 10, 10)
+    assert gc.get_threshold() == (5 * YOUNG_THRESHOLD, 10, 10)
+
+
+def test_cyclic_garbage_made_during_a_run_is_still_collected_by_the_collectors_own_passes() -> None:
+    with frozen_heap():
+        first = _cycle()
+        for _ in range(3 * YOUNG_THRESHOLD):  # no gc.collect(): the raised threshold still triggers passes
+            _cycle()
+        assert first() is None
+
+
 def test_a_callers_own_freeze_and_a_disabled_collector_are_left_as_they_are() -> None:
+    gc.set_threshold(700, 10, 10)
     gc.freeze()
     own = gc.get_freeze_count()
     young = [_Node() for _ in range(1000)]  # made after the caller's freeze: a freeze of ours would take them
     with frozen_heap():
         assert 0 < gc.get_freeze_count() <= own
+        assert gc.get_threshold() == (700, 10, 10)  # a process that manages its own heap keeps its thresholds
     assert 0 < gc.get_freeze_count() <= own  # nothing of the caller's was thawed
     del young
     gc.unfreeze()
