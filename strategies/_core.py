@@ -380,11 +380,24 @@ def corpus_tenants(corpus: Corpus) -> frozenset[str | None]:
 _TENANT = operator.attrgetter("tenant")
 
 
-def matching_ids(world: World, *, exclude: Sequence[str] = ()) -> list[str]:
-    """Ids of the chunks sharing a query token, most shared tokens first (ties by corpus position), `exclude` left out."""
+def matching_ids(world: World, *, exclude: Sequence[str] = (), limit: int | None = None) -> list[str]:
+    """Ids of the chunks sharing a query token, most shared tokens first (ties by corpus position), `exclude` left
+    out, the first `limit` of them (all when None)."""
     ranked = _MATCHING.get((world.corpus,), world.case.query, lambda: _matching(world.corpus, world.case.query))
+    if limit is not None and limit <= 0:
+        return []
     left_out = set(exclude)
-    return [chunk_id for chunk_id in ranked if chunk_id not in left_out] if left_out else list(ranked)
+    chunks = world.corpus.chunks
+    # Only as many ids as asked are read: a common query word is held by half of a 100k-chunk corpus, and callers
+    # want the first 1 to 30.
+    found = []
+    for position in ranked:
+        chunk_id = chunks[position].id
+        if chunk_id not in left_out:
+            found.append(chunk_id)
+            if len(found) == limit:
+                break
+    return found
 
 
 def shared_tokens(corpus: Corpus, query: str) -> np.ndarray:
@@ -399,13 +412,11 @@ def _shared(corpus: Corpus, query: str) -> np.ndarray:
     return shared
 
 
-def _matching(corpus: Corpus, query: str) -> tuple[str, ...]:
+def _matching(corpus: Corpus, query: str) -> list[int]:
     # Depth, state and lifecycle each ask for the same corpus and query: one answer (the memo) serves all three.
     shared = shared_tokens(corpus, query)
     holding = np.flatnonzero(shared)
-    ranked = holding[np.lexsort((holding, -shared[holding]))]  # most shared first, ties by position
-    chunks = corpus.chunks
-    return tuple(chunks[position].id for position in ranked.tolist())
+    return holding[np.lexsort((holding, -shared[holding]))].tolist()  # most shared first, ties by position
 
 
 # Words sharing this many leading characters count as the same word: a stemmer maps "policies" and "policy"

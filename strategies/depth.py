@@ -52,7 +52,7 @@ def depths(world: World, ks: Sequence[int]) -> tuple[int, ...]:
 def depth_removals(world: World, *, ks: Sequence[int], **_: object) -> st.SearchStrategy[RemoveAtDepth]:
     """Draw a deep cutoff and one or two chunks to remove; shrinks toward the shallower cutoff and the chunk
     sharing most query tokens."""
-    candidates = matching_ids(world)[:_CANDIDATES] or [c.id for c in world.corpus.chunks[:_CANDIDATES]]
+    candidates = matching_ids(world, limit=_CANDIDATES) or [c.id for c in world.corpus.chunks[:_CANDIDATES]]
     return st.builds(
         lambda k, ids: RemoveAtDepth(k=k, ids=tuple(ids)),
         st.sampled_from(depths(world, ks)),

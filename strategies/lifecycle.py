@@ -238,7 +238,7 @@ def _late_chunk(world: World, taken: set[str]) -> Chunk:
 
 def _matching(world: World) -> list[str]:
     """Ids of the chunks sharing most query tokens (ties by position), gold chunks excluded."""
-    return matching_ids(world, exclude=world.case.gold_ids)[:_CANDIDATES]
+    return matching_ids(world, exclude=world.case.gold_ids, limit=_CANDIDATES)
 
 
 def lifecycle_changes(world: World, *, ks: Sequence[int], delta: bool = True, **_: object) -> st.SearchStrategy[PerturbationBase]:

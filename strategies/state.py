@@ -108,7 +108,7 @@ def fresh_checks(world: World, *, ks: Sequence[int], filters: bool = True, **_: 
     choices = list(dict.fromkeys(between_filters(world, filters)))
     calls = st.builds(Params, k=st.sampled_from(wider), filters=st.sampled_from(choices))
     after = st.builds(FreshAfterCalls, k=ks_strategy(ks), between=st.lists(calls, max_size=3).map(tuple))
-    candidates = matching_ids(world)[:_CANDIDATES]
+    candidates = matching_ids(world, limit=_CANDIDATES)
     if not candidates:
         return after
     one = st.lists(st.sampled_from(candidates), min_size=1, max_size=1).map(tuple)
@@ -125,7 +125,7 @@ def first_fresh_checks(world: World, *, ks: Sequence[int], **_: object) -> tuple
     creates it: once a drawn plan has built a fresh instance over another corpus, a shared index shows as a
     disagreement with a fresh instance of the same corpus, whose corpus cannot be minimised.
     """
-    return tuple(AnotherInstance(k=max(ks), ids=(top,)) for top in matching_ids(world)[:1])
+    return tuple(AnotherInstance(k=max(ks), ids=(top,)) for top in matching_ids(world, limit=1))
 
 
 def _agrees(base: Observation, follow: Observation) -> Verdict:

@@ -91,6 +91,16 @@ def test_matching_ids_rank_by_shared_query_tokens_as_a_scan_does(corpus: Corpus,
     assert matching_ids(world) == [chunk_id for unshared, _, chunk_id in rows if unshared]
 
 
+@settings(max_examples=150, deadline=None)
+@given(corpus=corpora(), query=_TEXT, data=st.data())
+def test_matching_ids_with_a_limit_and_exclusions_are_the_prefix_of_the_whole_list(corpus: Corpus, query: str, data: st.DataObject) -> None:
+    world = World(corpus=corpus, case=Case(id="q", query=query), params=Params(5))
+    exclude = data.draw(st.lists(st.sampled_from([c.id for c in corpus] + ["gone"]), max_size=4))
+    limit = data.draw(st.none() | st.integers(0, 6))
+    whole = [chunk_id for chunk_id in matching_ids(world) if chunk_id not in exclude]
+    assert matching_ids(world, exclude=exclude, limit=limit) == (whole if limit is None else whole[:limit])
+
+
 @settings(max_examples=60, deadline=None)
 @given(corpus=corpora(), words=st.lists(st.sampled_from(vocabulary().filler[:40]), max_size=6))
 def test_unrelated_words_are_the_filler_words_no_chunk_holds_as_a_scan_finds(corpus: Corpus, words: list[str]) -> None:
