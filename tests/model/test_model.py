@@ -347,3 +347,22 @@ def test_metadata_changed_from_one_to_true_is_a_change() -> None:
     assert FrozenMap({"flag": 1}) == {"flag": 1}
     assert one != attrs.evolve(one, metadata={"flag": True})
     assert one == attrs.evolve(one, metadata={"flag": 1})
+
+
+@settings(max_examples=200, deadline=None)
+@given(size=st.integers(0, 6), order=st.lists(st.integers(-2, 7), max_size=8))
+def test_reordered_takes_exactly_the_permutations_of_the_corpus_positions(size: int, order: list[int]) -> None:
+    corpus = Corpus([Chunk(f"c{i}", f"text {i}") for i in range(size)])
+    if sorted(order) == list(range(size)):
+        assert corpus.reordered(order).chunks == tuple(corpus.chunks[i] for i in order)
+        assert corpus.reordered(order).is_permutation_of(corpus)
+    else:
+        with pytest.raises(InputError, match="expected a permutation"):
+            corpus.reordered(order)
+
+
+@given(size=st.integers(0, 6), data=st.data())
+def test_reordered_takes_every_permutation(size: int, data: st.DataObject) -> None:
+    corpus = Corpus([Chunk(f"c{i}", f"text {i}") for i in range(size)])
+    order = data.draw(st.permutations(range(size)))
+    assert corpus.reordered(order).ids == tuple(f"c{i}" for i in order)
