@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 import ragmorph.strategies as strategies
 from ragmorph.model import Case, Chunk, Corpus, Params, World
 from ragmorph.strategies import CATALOG, DEFAULT_SUITE, FAMILIES, perturbation_from_dict
-from ragmorph.strategies._core import query_tokens, shares_word
+from ragmorph.strategies._core import query_tokens, shares_word, vocabulary, vocabulary_from
 from ragmorph.strategies.distractors import InjectDistractors, distractor_injections
 from support.generators import worlds
 
@@ -148,3 +148,12 @@ def test_family_refuses_a_world_it_does_not_apply_to() -> None:
     no_tenant = World(world.corpus, Case("q", "x", evidence=[["hr-1"]]), world.params)
     with pytest.raises(UsageError, match="no tenant context"):
         FAMILIES["tenancy"].perturbations(no_tenant, ks=KS)
+
+
+
+def test_the_vocabulary_is_what_faker_draws_with_every_provider_loaded() -> None:
+    # vocabulary() loads only the providers it reads (a default Faker scans every provider's locales): the seeded
+    # draws, and so every perturbation and report, must be those of a default Faker.
+    from faker import Faker
+
+    assert vocabulary() == vocabulary_from(Faker("la"), Faker("en_US"))
