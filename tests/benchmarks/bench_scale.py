@@ -5,10 +5,15 @@ stand-in for a service's latency: the sleep is the point). Every row runs in a f
 so peak memory is that row's alone. Printed side by side:
 
 - wall: seconds for `check()` (the world is generated before the clock starts);
-- retriever: seconds inside the retriever (index builds, calls, deltas), summed over every process that ran one;
+- retriever: seconds inside the retriever (index builds, calls, deltas, and freeing a built index: 'teardown'),
+  summed over every process that ran one;
+- teardown: of those, the seconds freeing the instances the factory built, once the runner drops them (a 100k
+  index is a dict and a list of 100k entries each: ~10 ms to free, paid by whichever code drops the last
+  reference; the retriever's own structures, so counted as its time);
 - runner share: 1 - retriever / (wall x width), width = batches in flight (processes x threads, at most the
   run's batches: one per retriever x case): the part of the slots' time not spent in the retriever (the
-  runner's own work, worker start-up, idle slots); goal < 10% at 100k chunks;
+  runner's own work, worker start-up, idle slots); goal < 10% at 100k chunks. 'w/o td' is the same share with
+  teardown counted as the runner's, as this bench did before it timed teardown;
 - cpu: CPU seconds of the calling process and its workers (the runner and the retriever's own work, index
   builds included): Python runs one thread at a time, so a process's CPU seconds bound its wall time from below
   however many calls wait at once;
@@ -49,7 +54,7 @@ from typing import Any
 from ragmorph.adapters import BM25Retriever, DenseRetriever
 
 _SLEEP = 0.05
-_SPENT = {"retriever": 0.0, "calls": 0, "builds": 0}
+_SPENT = {"retriever": 0.0, "calls": 0, "builds": 0, "teardown": 0.0}
 _SPENT_DIR = "RAGMORPH_BENCH_SPENT_DIR"
 
 
@@ -101,6 +106,18 @@ def _timed(base: type, name: str, sleep: float = 0.0) -> type:
 
     names = ("__init__", "retrieve", "add", "remove", "update", "checkpoint", "rollback")
     namespace = {n: clocked(n) for n in names if hasattr(base, n)}
+
+    def __del__(self: Any) -> None:
+        # Freeing the instance's index (its dicts, lists and arrays) inside the clock: what is left after an empty
+        # __dict__ is one object.
+        start = time.perf_counter()
+        self.__dict__.clear()
+        spent = time.perf_counter() - start
+        _SPENT["retriever"] += spent
+        _SPENT["teardown"] += spent
+        _flush()
+
+    namespace["__del__"] = __del__
     namespace["__module__"] = __name__
     namespace["__qualname__"] = name
     return type(name, (base,), namespace)
@@ -151,10 +168,11 @@ def run_one(row: dict[str, Any]) -> dict[str, Any]:
         max_examples=row["max_examples"], seed=0, **options,
     )
     wall = time.perf_counter() - start
-    totals = {"inside": 0.0, "calls": 0, "builds": 0, "worker_kb": 0, "cpu": time.process_time() - cpu_before}
+    totals = {"inside": 0.0, "teardown": 0.0, "calls": 0, "builds": 0, "worker_kb": 0, "cpu": time.process_time() - cpu_before}
     for path in Path(folder).glob("*.json"):
         data = json.loads(path.read_text(encoding="utf-8"))
         totals["inside"] += data["retriever"]
+        totals["teardown"] += data["teardown"]
         totals["calls"] += data["calls"]
         totals["builds"] += data["builds"]
         if int(path.stem) != os.getpid():
@@ -175,7 +193,7 @@ def run_one(row: dict[str, Any]) -> dict[str, Any]:
 def _table(rows: list[dict[str, Any]]) -> str:
     serial = {(r["size"], r["retriever"]): r["inside"] for r in rows if r["mode"] == "serial"}
     head = (
-        f"{'chunks':>7} {'retriever':>10} {'mode':>13} {'wall s':>8} {'cpu s':>7} {'retr. s':>8} {'runner':>7} {'vs ideal':>8} "
+        f"{'chunks':>7} {'retriever':>10} {'mode':>13} {'wall s':>8} {'cpu s':>7} {'retr. s':>8} {'teardown':>8} {'runner':>7} {'w/o td':>7} {'vs ideal':>8} "
         f"{'vs serial':>9} {'vs sleep':>8} "
         f"{'calls':>7} {'calls/case':>10} {'builds':>6} {'caller MB':>9} {'worker MB':>9} {'MB/1k ch.':>9}"
     )
@@ -183,6 +201,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
     for r in rows:
         width = _width(r)
         share = 1 - r["inside"] / (r["wall"] * width) if r["wall"] else 0.0
+        share_untimed = 1 - (r["inside"] - r["teardown"]) / (r["wall"] * width) if r["wall"] else 0.0
         sleepy = r["retriever"] == "bm25+50ms"
         ideal = r["inside"] / width if sleepy else None
         versus = f"{r['wall'] / ideal:8.2f}" if ideal else f"{'':>8}"
@@ -198,7 +217,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
         mode = f"ray:{mode}" if options.get("executor") == "ray" else mode
         lines.append(
             f"{r['size']:>7} {r['retriever']:>10} {mode:>13} {r['wall']:8.1f} {r.get('cpu', 0.0):7.1f} {r['inside']:8.1f} "
-            f"{100 * share:6.1f}% {versus} {versus_serial} {versus_sleep} "
+            f"{r['teardown']:8.2f} {100 * share:6.1f}% {100 * share_untimed:6.1f}% {versus} {versus_serial} {versus_sleep} "
             f"{r['calls']:>7} {r['reported_calls'] / max(1, r['cases']):>10.0f} {r['builds']:>6} {r['caller_kb'] / 1024:9.0f} "
             f"{r['worker_kb'] / 1024:9.0f} {1000 * peak / r['size']:9.2f}"
         )
