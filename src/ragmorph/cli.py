@@ -398,10 +398,11 @@ def run_config(args: argparse.Namespace, cwd: Path | None = None) -> Any:
         "retrievers": retriever_entries(args.retriever) if args.retriever else None,
     }
     if args.budget is not None:
-        from .runner import BUDGETS
+        from .runner import budget_problem
 
-        if args.budget not in BUDGETS:
-            raise UsageError(f"expected --budget to be one of {', '.join(BUDGETS)}, got {args.budget!r}")
+        problem = budget_problem(args.budget)
+        if problem is not None:
+            raise UsageError(f"--budget: {problem}")
     overrides = {key: value for key, value in flags.items() if value is not None}
     if args.profile:
         # A profile asked for on the command line sets the budget (and its families, when it names some), over

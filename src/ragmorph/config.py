@@ -349,11 +349,12 @@ def load_config(path: str | os.PathLike[str]) -> Config:
     profile = reader.text(table, "profile") or "default"
     if profile not in PROFILES:
         raise reader.error("profile", f"expected one of {', '.join(PROFILES)}, got {profile!r}")
-    from .runner import BUDGETS
+    from .runner import budget_problem
 
     budget = table.get("budget")
-    if budget is not None and budget not in BUDGETS:
-        raise reader.error("budget", f"expected one of {', '.join(BUDGETS)}, got {describe(budget)}")
+    problem = None if budget is None else budget_problem(budget)
+    if problem is not None:
+        raise reader.error("budget", problem)
     config = Config(
         path=path,
         retrievers=_retrievers(reader, table.get("retrievers")),

@@ -108,10 +108,11 @@ def suite(
     units spend their examples ("adaptive", the default, or "full"; `--ragmorph-budget` beats it).
     """
     if budget is not None:
-        from .runner import BUDGETS
+        from .runner import budget_problem
 
-        if budget not in BUDGETS:
-            raise UsageError(f"expected budget= to be one of {', '.join(BUDGETS)}, got budget={budget!r}")
+        problem = budget_problem(budget)
+        if problem is not None:
+            raise UsageError(f"suite(budget=): {problem}")
     if retriever is None and retrievers is None and corpus is None and cases is None:
         return Suite(retrievers={}, corpus=None, cases=None, config=config or "", budget=budget)
     if config is not None:
@@ -228,10 +229,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_CACHE_KEY] = {}
     budget = config.getoption("--ragmorph-budget", default=None)
     if budget is not None:
-        from .runner import BUDGETS
+        from .runner import budget_problem
 
-        if budget not in BUDGETS:
-            raise pytest.UsageError(f"expected --ragmorph-budget to be one of {', '.join(BUDGETS)}, got {budget!r}")
+        problem = budget_problem(budget)
+        if problem is not None:
+            raise pytest.UsageError(f"--ragmorph-budget: {problem}")
 
 
 def _settings(config: pytest.Config, declared: Suite | None = None) -> dict[str, Any]:

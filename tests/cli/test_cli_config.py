@@ -237,4 +237,4 @@ def test_the_budget_comes_from_the_file_and_the_flag_beats_it(world: Path, capsy
     assert examples["flag"] < examples["file"] == 12, examples
     assert main(["run", "--budget", "half"]) == EXIT_USAGE
     err = capsys.readouterr().err
-    assert "expected --budget to be one of adaptive, full, got 'half'" in err and "Traceback" not in err, err
+    assert "--budget: expected one of adaptive, full, got 'half' (str)" in err and "Traceback" not in err, err

@@ -138,7 +138,7 @@ def test_the_budget_option_beats_the_suite_and_a_bad_one_is_a_usage_error(pytest
     assert budgets() == {"adaptive"}
     result = pytester.runpytest_inprocess(*FAST, "--ragmorph-budget", "half")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*expected --ragmorph-budget to be one of adaptive, full, got 'half'*"])
+    result.stderr.fnmatch_lines(["*--ragmorph-budget: expected one of adaptive, full, got 'half' (str)*"])
 
 
 def test_strategies_option_keeps_only_the_named_families(pytester: pytest.Pytester) -> None:
@@ -234,6 +234,8 @@ def test_suite_rejects_bad_declarations() -> None:
         suite(corpus="c.jsonl", cases="q.jsonl")
     with pytest.raises(UsageError, match="names without spaces"):
         suite(retrievers={"my retriever": object()}, corpus="c.jsonl", cases="q.jsonl")
+    with pytest.raises(UsageError, match=r"^suite\(budget=\): expected one of adaptive, full, got 'half' \(str\)$"):
+        suite(budget="half")
     declared = suite("ragmorph.adapters:BM25Retriever", corpus=Path("c.jsonl"), cases="q.jsonl")
     assert list(declared.retrievers) == ["BM25Retriever"]
 

@@ -11,7 +11,7 @@ import pytest
 
 from ragmorph.adapters import BM25Retriever, DenseRetriever
 from ragmorph.errors import UsageError
-from ragmorph.runner import CallCache, CheckReport, check, execute, plan, replay
+from ragmorph.runner import BUDGETS, CallCache, CheckReport, budget_problem, check, execute, plan, replay
 from support import engine_retrievers as er
 
 CORPUS, CASES = er.small_world()
@@ -155,6 +155,14 @@ def test_bad_arguments_are_usage_errors() -> None:
         check(BM25Retriever, CORPUS, CASES, ks=(0,))
     with pytest.raises(UsageError, match="distinct"):
         check([BM25Retriever, BM25Retriever], CORPUS, CASES)
+    with pytest.raises(UsageError, match=r"^budget: expected one of adaptive, full, got 'Full' \(str\)$"):
+        check(BM25Retriever, CORPUS, CASES, budget="Full")
+
+
+def test_budget_problem_names_the_budgets_and_what_it_got() -> None:
+    assert [budget_problem(name) for name in BUDGETS] == [None, None]
+    assert budget_problem("half") == "expected one of adaptive, full, got 'half' (str)"
+    assert budget_problem(["full"]) == "expected one of adaptive, full, got ['full'] (list)"
 
 
 class _PostFilteredByRagmorph(BM25Retriever):

@@ -14,7 +14,7 @@ from ..adapters import describe_capabilities, display_name
 from ..errors import RagmorphError, UsageError, describe
 from ..model import Case, Corpus, validate_cases
 from ..strategies import DEFAULT_SUITE, FAMILIES
-from ._engine import BUDGETS, Result, Settings, Unit, execute
+from ._engine import BUDGETS, Result, Settings, Unit, budget_problem, execute
 from ._backends import EXECUTORS
 from ._backends import backend_for as _backend_for
 from ._backends import batches as _batches
@@ -50,6 +50,7 @@ __all__ = [
     "Violation",
     "ViolationsFound",
     "attribute_stages",
+    "budget_problem",
     "check",
     "execute",
     "observation",
@@ -69,8 +70,9 @@ def _settings(
     budget: str = "adaptive",
 ) -> Settings:
     ks = tuple(ks)
-    if budget not in BUDGETS:
-        raise UsageError(f"expected budget to be one of {list(BUDGETS)}, got budget={describe(budget)}")
+    problem = budget_problem(budget)
+    if problem is not None:
+        raise UsageError(f"budget: {problem}")
     if not ks or any(isinstance(k, bool) or not isinstance(k, int) or k <= 0 for k in ks):
         raise UsageError(f"expected ks to be positive integers like (1, 3, 5, 10), got ks={describe(ks)}")
     if isinstance(max_examples, bool) or not isinstance(max_examples, int) or max_examples <= 0:

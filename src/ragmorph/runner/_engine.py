@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 
 from ..adapters import Capabilities
-from ..errors import RagmorphError
+from ..errors import RagmorphError, describe
 from ..model import Case, Corpus, Params, World
 from ..relations import Instance, Observation, Plan, Relation, Severity, Verdict
 from ..strategies import FAMILIES, corpus_diff, relation_applies
@@ -26,7 +26,7 @@ from ._search import search
 from ._spec import RetrieverSpec, start_world
 from ._violation import RetrieverViolation, observation_dict, perturbation_dict
 
-__all__ = ["BUDGETS", "Result", "Settings", "Unit", "execute"]
+__all__ = ["BUDGETS", "Result", "Settings", "Unit", "budget_problem", "execute"]
 
 # Corpus minimisation spends at most this many probes (each builds a small fresh index).
 _MINIMISE_BUDGET = 120
@@ -44,6 +44,15 @@ _RELEVANCE_DEPTH = 200
 # How a unit spends its examples: "adaptive" (each family's own budget, nothing drawn twice), "full" (the run's
 # max_examples for every family).
 BUDGETS = ("adaptive", "full")
+
+
+def budget_problem(value: object) -> str | None:
+    """What is wrong with `value` as a budget name (one of BUDGETS), or None when it is one."""
+    # One wording for the CLI, the config file, the pytest plugin and check(); each adds where the value came from.
+    # Only a str is looked up: `in` compares with ==, which a numpy array (say) answers elementwise.
+    if isinstance(value, str) and value in BUDGETS:
+        return None
+    return f"expected one of {', '.join(BUDGETS)}, got {describe(value)}"
 
 
 @attrs.frozen
