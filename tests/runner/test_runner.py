@@ -303,6 +303,27 @@ def test_a_perturbation_no_relation_can_judge_costs_no_call(monkeypatch: pytest.
     assert any(k <= 20 for k in judged_at), "the full budget makes every drawn call (the reference)"
 
 
+def test_the_full_budget_tries_the_explicit_perturbations_first_too() -> None:
+    from ragmorph.model import Case, Params, World
+    from ragmorph.strategies import FAMILIES
+
+    asked: list[str] = []
+
+    class Recording(BM25Retriever):
+        def retrieve(self, query, *, k, filters=None):  # noqa: ANN001, ANN202
+            asked.append(query)
+            return super().retrieve(query, k=k, filters=filters)
+
+    # A decomposed é and a composed ï: each of the four Unicode forms differs from the query.
+    case = Case("mixed", "cafe\u0301 na\u00efve office flights")
+    forms = {p.query for p in FAMILIES["odd_query"].explicit(World(CORPUS, case, Params(5)), ks=(5,))}
+    assert len(forms) == 4
+    # Five draws alone would pick all four forms about once in 3000 runs (each is one draw in 24).
+    report = check({"rec": Recording}, CORPUS, [case], strategies=["odd_query"], ks=(5,), max_examples=5, budget="full")
+    assert forms <= set(asked), forms - set(asked)
+    assert {r.examples for r in report.results if r.strategy == "odd_query"} == {5}, "explicit ones count in max_examples"
+
+
 def test_a_skipped_perturbation_never_hides_a_contract_breach_no_contract_unit_sees(monkeypatch: pytest.MonkeyPatch) -> None:
     from hypothesis import strategies as st
 

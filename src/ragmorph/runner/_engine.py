@@ -311,7 +311,7 @@ def _search(
 
     family = FAMILIES[unit.strategy]
     explicit: tuple[Any, ...] = ()
-    if adaptive and family.explicit is not None:
+    if family.explicit is not None:
         explicit = family.explicit(
             world, ks=unit.settings.ks, delta=executor.supports_delta, filters=executor.capabilities.supports_filters
         )
