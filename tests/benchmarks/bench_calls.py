@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from quality.zoo2.bugs import ZOO2  # noqa: E402
 from ragmorph.adapters import BM25Retriever, DenseRetriever  # noqa: E402
-from ragmorph.runner import BUDGETS, check  # noqa: E402
+from ragmorph.runner import BUDGETS, budget_problem, check  # noqa: E402
 from ragmorph.worlds import demo_world, generate  # noqa: E402
 from support.reference_bm25 import ReferenceBM25  # noqa: E402
 from support.zoo import ZOO  # noqa: E402
@@ -140,8 +140,12 @@ def main() -> int:
     parser.add_argument("--by-family", action="store_true", help="with --demo: their calls per case by family")
     args = parser.parse_args()
     args.budgets = [b for b in args.budgets.split(",") if b]
-    if not args.budgets or any(b not in BUDGETS for b in args.budgets):
+    if not args.budgets:
         parser.error(f"--budgets: expected names among {', '.join(BUDGETS)}")
+    for budget in args.budgets:
+        problem = budget_problem(budget)
+        if problem is not None:
+            parser.error(f"--budgets: {problem}")
     tables = args.zoo.split(",")
     if "zoo" in tables:
         zoo_table("zoo", {member.name: member.factory for member in ZOO}, args)
