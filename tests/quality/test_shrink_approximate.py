@@ -70,6 +70,18 @@ class LowEfHNSW:
 def test_a_low_ef_faiss_hnsw_index_shrinks_one_minimal_within_budget() -> None:
     pytest.importorskip("faiss")
     corpus, case = _selective()
+    # The graph FAISS builds with M=4 depends on the CPU's float rounding (its SIMD build): on some machines the
+    # index's own unfiltered ranking asked deep reaches barely any of the tenant's chunks, so no relation can
+    # see the under-return this test shrinks. Say so rather than pass or fail on what the hardware decided.
+    index = LowEfHNSW(corpus)
+    deep = index.retrieve(case.query, k=len(corpus))
+    shown = sum(1 for hit in deep if corpus[hit.id].visible_to("a"))
+    filtered = len(index.retrieve(case.query, k=10, filters=Filters(tenant="a")))
+    if filtered >= min(10, shown):
+        pytest.skip(
+            f"this machine's FAISS HNSW graph (M=4) shows {shown} of the tenant's chunks in its own ranking asked "
+            f"{len(corpus)} deep and returns {filtered} filtered: no under-return to find"
+        )
     report = check(LowEfHNSW, corpus, [case], strategies=FAMILIES)
     found = _violations(report)
     assert len(found) >= 3, [(r.relation, r.status) for r in report.results]
