@@ -260,7 +260,7 @@ class TokenIndex:
             block_ends = np.searchsorted(starts, bounds) if bounds is not None else np.cumsum(lengths)
             ends.append(block_ends + count)
             count += len(numbers)
-            tokens.frombytes(numbers.tobytes())
+            tokens.frombytes(numbers.view(np.uint8))  # a view: tobytes was one more copy
         numbered = np.frombuffer(tokens, np.intc) if tokens else np.zeros(0, np.intc)
         if not ends:
             return cls(keys.vocabulary(), numbered, np.zeros(0, np.intp), np.zeros(0, bool))
@@ -279,6 +279,7 @@ class _TokenKeys:
         # when full): copying all keys whenever a probe round numbered new ones cost 15 ms of a 100k-chunk index.
         self._first = np.zeros(16, np.uint64)
         self._second = np.zeros(16, np.uint64)
+        self._short = np.zeros(16, np.uint64)  # number -> its first word when its second is 0, else 0
         self._long: dict[bytes, int] = {}  # a token longer than _WIDE bytes -> its number
 
     def number(self, raw: bytes) -> tuple[np.ndarray, np.ndarray]:
@@ -288,25 +289,39 @@ class _TokenKeys:
         word = np.zeros(size + 2, bool)  # a non-word byte on either side, so every run has a start and a stop
         np.not_equal(buffer[:size], _SPACE, out=word[1:-1])
         edges = np.flatnonzero(word[1:] != word[:-1])
-        starts, stops = edges[0::2], edges[1::2]
-        lengths = stops - starts
-        # Every offset's next 8 bytes as one little-endian word (the padding keeps the last reads in the buffer).
-        words = np.ndarray((size + 9,), np.dtype("<u8"), buffer, strides=(1,))
-        clipped = np.minimum(lengths, _WIDE)  # a longer token's key is not used
-        first = np.take(words, starts) & _LOW_BYTES[clipped]  # take: twice as fast as indexing the strided view
-        second = np.zeros(len(starts), np.uint64)
-        wide = np.flatnonzero(lengths > 8)  # most tokens fit the first word
-        second[wide] = np.take(words, starts[wide] + 8) & _HIGH_BYTES[clipped[wide]]
-        numbers = np.empty(len(starts), np.intc)
-        long = lengths > _WIDE
-        if long.any():
-            for at, start, stop in zip(np.flatnonzero(long).tolist(), starts[long].tolist(), stops[long].tolist()):
-                numbers[at] = self._long_number(raw[start:stop])
-            short = ~long
-            numbers[short] = self._find(first[short], second[short])
-        else:
-            numbers[:] = self._find(first, second)
-        return starts, numbers
+        starts = edges[0::2]
+        lengths = edges[1::2] - starts
+        # Every offset's next 8 bytes as one little-endian word (the padding keeps the last reads in the buffer),
+        # copied once: np.take copies a strided view on every call.
+        words = np.ascontiguousarray(np.ndarray((size + 9,), np.dtype("<u8"), buffer, strides=(1,)))
+        first = np.take(words, starts) & np.take(_LOW_BYTES, lengths, mode="clip")  # a longer token's key is not used
+        long = np.flatnonzero(lengths > _WIDE)
+        numbered = [self._long_number(raw[i : i + n]) for i, n in zip(starts[long].tolist(), lengths[long].tolist())]
+        self._reserve(self._count + len(starts) - len(long))
+        # Nearly every token is numbered already and sits in its first slot: one probe each, and the tokens of one
+        # word (most) skip the second. A free slot's -1 reads the keys' last entry: no token meeting a free slot has
+        # a numbered key (the slots from a numbered key's first to its own are all taken), nor 0 (an unused entry).
+        numbers = np.take(self._slots, self._slot(first, None))
+        missed = np.take(self._short, numbers) != first
+        wide = np.flatnonzero(lengths > 8)
+        wide_lengths = lengths[wide]
+        kept = wide_lengths <= _WIDE
+        wide, wide_lengths = wide[kept], wide_lengths[kept]
+        wide_first, second = first[wide], np.take(words, starts[wide] + 8) & _HIGH_BYTES[wide_lengths]
+        held = np.take(self._slots, self._slot(wide_first, second))
+        missed[wide] = (np.take(self._first, held) != wide_first) | (np.take(self._second, held) != second)
+        numbers[wide] = held
+        numbers[long] = numbered
+        missed[long] = False
+        at = np.flatnonzero(missed)
+        if len(at):
+            # The others probe on, and the new keys are numbered, as if every token did: a numbered key never
+            # meets a free slot, so the new keys claim the same slots in the same order.
+            second = np.zeros(len(at), np.uint64)
+            two = lengths[at] > 8
+            second[two] = np.take(words, starts[at[two]] + 8) & _HIGH_BYTES[lengths[at[two]]]
+            numbers[at] = self._find(first[at], second)
+        return starts, numbers.astype(np.intc)
 
     def _long_number(self, token: bytes) -> int:
         number = self._long.get(token)
@@ -320,18 +335,22 @@ class _TokenKeys:
         start, stop = self._count, self._count + len(first)
         if stop > len(self._first):
             room = max(stop, 2 * len(self._first)) - start
-            self._first, self._second = (np.pad(keys[:start], (0, room)) for keys in (self._first, self._second))
+            self._first, self._second, self._short = (
+                np.pad(keys[:start], (0, room)) for keys in (self._first, self._second, self._short)
+            )
         self._first[start:stop], self._second[start:stop] = first, second
+        self._short[start:stop] = np.where(second == 0, first, 0)
         self._count = stop
         return np.arange(start, stop)
 
-    def _slot(self, first: np.ndarray, second: np.ndarray) -> np.ndarray:
-        mixed = (first ^ (second * np.uint64(0xC2B2AE3D27D4EB4F))) * np.uint64(0x9E3779B97F4A7C15)
-        return (mixed >> np.uint64(64 - self._bits)).astype(np.intp)
+    def _slot(self, first: np.ndarray, second: np.ndarray | None) -> np.ndarray:
+        # A second of None is all zeros, which leave the first word as it is.
+        mixed = first if second is None else first ^ (second * np.uint64(0xC2B2AE3D27D4EB4F))
+        return ((mixed * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - self._bits)).view(np.intp)
 
     def _find(self, first: np.ndarray, second: np.ndarray) -> np.ndarray:
-        """The numbers of the keys (first, second), numbering each key not seen before (linear probing)."""
-        self._reserve(self._count + len(first))
+        """The numbers of the keys (first, second), numbering each key not seen before (linear probing); the table
+        has room for them (`_reserve`)."""
         found = np.empty(len(first), np.intp)
         pending = np.arange(len(first))
         slot = self._slot(first, second)
