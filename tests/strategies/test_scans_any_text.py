@@ -6,6 +6,7 @@ choices equal the plain full sort for metadata values of any type."""
 from __future__ import annotations
 
 import enum
+import random
 import string
 from collections import Counter
 from collections.abc import Iterator
@@ -55,11 +56,32 @@ def test_the_index_holds_each_chunks_tokens_in_order_for_any_text(texts: list[st
         index = TokenIndex.of(chunks)
     finally:
         _core._BLOCK = saved
+    _assert_holds_each_chunks_tokens_in_order(index, chunks)
+
+
+def _assert_holds_each_chunks_tokens_in_order(index: TokenIndex, chunks: list[Chunk]) -> None:
+    """`index` numbers tokens apart and holds each of `chunks`' tokens, in order, as the tokenizer gives them."""
     token_of = {number: token for token, number in index.numbers.items()}
     assert len(token_of) == len(index.numbers)  # no two tokens share a number
     tokens, ends = [token_of[n] for n in index.tokens.tolist()], [0, *index.ends.tolist()]
     assert [tokens[ends[i] : ends[i + 1]] for i in range(len(chunks))] == [default_tokenize(c.text) for c in chunks]
     assert index.ascii.tolist() == [c.text.isascii() for c in chunks]
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), size=st.integers(1025, 2600))
+def test_the_index_holds_each_chunks_tokens_in_order_at_its_block_size(seed: int, size: int) -> None:
+    # Blocks of 1,024 chunks over thousands of distinct tokens of 1 to 20 bytes (one key word, two, or longer than
+    # a key) that repeat across blocks: the key table grows, keys leave their first slot, most tokens are found
+    # by their first probe. Some texts are empty or not ASCII (their block is tokenised by the tokenizer).
+    rng = random.Random(seed)
+    pool = ["".join(rng.choices("abcxyzQW_019", k=rng.randint(1, 20))) for _ in range(4000)]
+    texts = []
+    for _ in range(size):
+        words = rng.choices(pool, k=rng.randint(0, 30)) + (["Straße"] if rng.random() < 0.001 else [])
+        texts.append(rng.choice([" ", ", ", "-", "\n"]).join(words))
+    chunks = [Chunk(f"c{i}", text) for i, text in enumerate(texts)]
+    _assert_holds_each_chunks_tokens_in_order(TokenIndex.of(chunks), chunks)
 
 
 _CLAIM_WORDS = ["leave", "days", "may", "policy", "x1y", "g", "a_b", "ss", "strasse", "file", "k", "the", "2026",

@@ -181,6 +181,21 @@ def test_token_numbers_are_equal_exactly_for_equal_tokens_across_batches_and_tab
 
 
 @settings(max_examples=150, deadline=None)
+@given(batches=st.lists(st.lists(_LONG_PIECES, max_size=12), min_size=1, max_size=4))
+def test_token_numbers_are_equal_exactly_for_equal_tokens_whose_keys_crowd_a_few_slots(batches: list[list[str]]) -> None:
+    # Every key's first slot from its first word alone, among 7: tokens of one word and of two that start alike
+    # probe each other's slots, and most keys sit away from their first slot.
+    keys, numbered = _core._TokenKeys(), {}
+    keys._slot = lambda first, second: (first % np.uint64(7)).astype(np.intp)  # type: ignore[method-assign]
+    for tokens in batches:
+        numbers = keys.number(" ".join(tokens).encode("utf-8"))[1]
+        for token, number in zip(tokens, numbers.tolist()):
+            assert numbered.setdefault(token, number) == number
+    assert len(set(numbered.values())) == len(numbered)
+    assert keys.vocabulary() == numbered
+
+
+@settings(max_examples=150, deadline=None)
 @given(corpus=corpora(), query=_TEXT, data=st.data())
 def test_shares_query_words_judges_each_hit_as_tokenising_its_text_does(corpus: Corpus, query: str, data: st.DataObject) -> None:
     # The filters family's soft relation, against the scan it replaced: a hit's text tokenised again.
