@@ -303,13 +303,11 @@ class _TokenKeys:
         # a numbered key (the slots from a numbered key's first to its own are all taken), nor 0 (an unused entry).
         numbers = np.take(self._slots, self._slot(first, None))
         missed = np.take(self._short, numbers) != first
-        wide = np.flatnonzero(lengths > 8)
-        wide_lengths = lengths[wide]
-        kept = wide_lengths <= _WIDE
-        wide, wide_lengths = wide[kept], wide_lengths[kept]
-        wide_first, second = first[wide], np.take(words, starts[wide] + 8) & _HIGH_BYTES[wide_lengths]
-        held = np.take(self._slots, self._slot(wide_first, second))
-        missed[wide] = (np.take(self._first, held) != wide_first) | (np.take(self._second, held) != second)
+        wide = np.flatnonzero((lengths > 8) & (lengths <= _WIDE))  # keys of two words
+        second = np.zeros(len(starts), np.uint64)
+        second[wide] = np.take(words, starts[wide] + 8) & _HIGH_BYTES[lengths[wide]]
+        held = np.take(self._slots, self._slot(first[wide], second[wide]))
+        missed[wide] = (np.take(self._first, held) != first[wide]) | (np.take(self._second, held) != second[wide])
         numbers[wide] = held
         numbers[long] = numbered
         missed[long] = False
@@ -317,10 +315,7 @@ class _TokenKeys:
         if len(at):
             # The others probe on, and the new keys are numbered, as if every token did: a numbered key never
             # meets a free slot, so the new keys claim the same slots in the same order.
-            second = np.zeros(len(at), np.uint64)
-            two = lengths[at] > 8
-            second[two] = np.take(words, starts[at[two]] + 8) & _HIGH_BYTES[lengths[at[two]]]
-            numbers[at] = self._find(first[at], second)
+            numbers[at] = self._find(first[at], second[at])
         return starts, numbers.astype(np.intc)
 
     def _long_number(self, token: bytes) -> int:
