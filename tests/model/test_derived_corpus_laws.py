@@ -254,6 +254,8 @@ def test_derived_corpora_of_any_depth_and_mix_keep_every_corpus_law(size: int, s
         assert [derived.get(i) for i in ids] == [next((c for c in held if c.id == i), None) for i in ids]
         assert [i in derived for i in ids] == [i in held_ids for i in ids]
         assert derived.missing(ids) == set(ids) - set(held_ids)
+        # A few ids (looked up in the id index) and every id (checked against the corpus's id set) alike.
+        assert derived.missing([*ids[:2], "none"]) == {*ids[:2], "none"} - set(held_ids)
         assert [derived.position(i) for i in held_ids] == list(range(len(held)))
         assert derived.fingerprint == Corpus(held).fingerprint and hash(derived) == hash(Corpus(held))
         for other, other_held in chain:
