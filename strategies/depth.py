@@ -45,12 +45,14 @@ class RemoveAtDepth(PerturbationBase):
 
 
 def depths(world: World, ks: Sequence[int]) -> tuple[int, ...]:
-    """The cutoffs drawn: just past twice the largest default k (past pools of 10 and 20), and past the corpus."""
-    return tuple(sorted({2 * max(ks) + 1, len(world.corpus) + 1}))
+    """The cutoffs drawn, simplest first: past the corpus (every ranking a lexical retriever gives there is
+    exhausted, and a retriever's index is asked for all it holds), and just past twice the largest default k
+    (past pools of 10 and 20)."""
+    return tuple(sorted({2 * max(ks) + 1, len(world.corpus) + 1}, reverse=True))
 
 
 def depth_removals(world: World, *, ks: Sequence[int], **_: object) -> st.SearchStrategy[RemoveAtDepth]:
-    """Draw a deep cutoff and one or two chunks to remove; shrinks toward the shallower cutoff and the chunk
+    """Draw a deep cutoff and one or two chunks to remove; shrinks toward the cutoff past the corpus and the chunk
     sharing most query tokens."""
     candidates = matching_ids(world, limit=_CANDIDATES) or [c.id for c in world.corpus.chunks[:_CANDIDATES]]
     return st.builds(

@@ -17,7 +17,7 @@ from ..adapters import Capabilities
 from ..errors import RagmorphError, describe
 from ..model import Case, Corpus, Params, World
 from ..relations import Instance, Observation, Plan, Relation, Severity, Verdict
-from ..strategies import FAMILIES, corpus_diff, relation_applies
+from ..strategies import FAMILIES, corpus_diff, perturbation_label, relation_applies
 from ..strategies.contract import VALID_RESPONSE, covers
 from ._executor import CallCache, Executor, Probe, Step, observation, run_after
 from ._growth import smallest_failing_size
@@ -226,18 +226,29 @@ def _search(
         unit.strategy != "contract" and VALID_RESPONSE in relations and tallies[VALID_RESPONSE.name].first_failure is None
     )
 
+    # The family's relations judged on this retriever at all (failed or not).
+    own = [r for r in relations if r in FAMILIES[unit.strategy].relations]
+    contract_only_kinds = state.setdefault("contract_only_kinds", set())
+
     def unjudged(perturbation: Any, plan: Plan) -> dict[str, str] | None:
         """Why no open relation can judge `plan`, by relation, before any call is made; None when one can.
 
         An empty mapping: every open relation that judges this kind of perturbation has failed already (or cannot
         be judged on this retriever), so its calls could only repeat a verdict. The contract relation judges any
         call's response, so a plan with a call the contract unit does not make (or with no contract unit) is
-        worth its calls while that relation is open.
+        worth its calls while that relation is open; but where the contract is all that judges a kind of
+        perturbation on this retriever (depth's removals at k past the corpus on a retriever not lexical), one
+        perturbation of the kind per unit is: the others make the same calls over other chunks.
         """
         if contract_open and any(
             delegate is None or not delegate(c.world) for c in plan.calls if c.instance is not Instance.DERIVED
         ):
-            return None
+            if any(relation_applies(relation, perturbation) for relation in own):
+                return None
+            kind = perturbation_label(perturbation)
+            if kind not in contract_only_kinds:
+                contract_only_kinds.add(kind)
+                return None
         reasons = {}
         for relation in open_relations:
             if relation_applies(relation, perturbation):
