@@ -282,12 +282,26 @@ def _build(parent: Corpus, recipe: tuple[Any, ...]) -> tuple[Chunk, ...]:
 # How many delta-derived corpora may stack before lookups fall back to a full index of their own.
 _MAX_OVERLAY_DEPTH = 8
 
-# Every id of a corpus, as a set: whole responses are checked against it (`Corpus.missing`). Kept beside the
-# corpus, not in it, and dropped with it.
-_ID_SETS: weakref.WeakKeyDictionary[Corpus, frozenset[str]] = weakref.WeakKeyDictionary()
-
 # Publishes a derived corpus's chunk tuple once built, so that threads (--concurrency) all read the same object.
 _BUILD_LOCK = threading.Lock()
+
+# Every id of a few corpora, as sets: whole responses are checked against them (`Corpus.missing`). By identity (a
+# corpus's own hash reads every chunk), never keeping a corpus alive (like strategies' CorpusMemo); the oldest
+# goes first. No lock: threads racing here at worst build one set twice.
+_ID_SETS: dict[int, tuple[weakref.ref[Corpus], frozenset[str]]] = {}
+_ID_SET_SLOTS = 4
+
+
+def _id_set(corpus: Corpus) -> frozenset[str]:
+    """Every id of `corpus` (which holds its own id index), built once while it lives."""
+    found = _ID_SETS.get(id(corpus))
+    if found is not None and found[0]() is corpus:
+        return found[1]
+    every = frozenset(corpus._positions())
+    if len(_ID_SETS) >= _ID_SET_SLOTS:
+        _ID_SETS.pop(next(iter(_ID_SETS), None), None)
+    _ID_SETS[id(corpus)] = (weakref.ref(corpus), every)
+    return every
 
 
 @attrs.frozen(eq=False)
@@ -458,10 +472,7 @@ class Corpus:
             return absent | wanted.difference(corpus._positions())
         # A response of a good part of the corpus (depth asks k = corpus + 1): checked against a set of every id,
         # built once per corpus (a pass like one such check): a set's lookups cost a quarter of a dict's at 100k ids.
-        every = _ID_SETS.get(corpus)
-        if every is None:
-            every = _ID_SETS[corpus] = frozenset(corpus._positions())
-        return absent | (wanted - every)
+        return absent | (wanted - _id_set(corpus))
 
     def __len__(self) -> int:
         chunks = self._chunks
