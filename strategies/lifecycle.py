@@ -51,7 +51,7 @@ from ragmorph.relations import (
     scores_tied,
 )
 
-from ._core import CorpusMemo, Family, PerturbationBase, check_never, corpus_diff, fresh_id, ks_strategy, matching_ids, query_tokens, vocabulary
+from ._core import Family, PerturbationBase, check_never, corpus_diff, fresh_id, ks_strategy, matching_ids, query_tokens, vocabulary
 
 __all__ = [
     "EDITS",
@@ -316,36 +316,17 @@ def _changed(before: Corpus, after: Corpus) -> list[Chunk]:
 
 
 def _copies(base: Observation, follow: Observation) -> list[tuple[str, str]]:
-    """(changed id, id of the chunk whose content it now has) for every chunk the follow-up corpus changed; the
-    chunks of a text the base corpus held first, in its order, then those the follow-up added or changed."""
-    before, corpus = base.world.corpus, follow.world.corpus
-    changed = _changed(before, corpus)
-    if not changed:
-        return []
-    # Candidates share the text: the base corpus's chunks of it (from its text index: two relations of every probe
-    # ask, and a scan of a 100k-chunk corpus per changed chunk cost more than the call) that the follow-up keeps
-    # as they were, and the chunks the follow-up added or changed. The rest of the content is compared after.
-    added, removed = corpus_diff(before, corpus)
-    edited = [*changed, *map(corpus.get, sorted(added))]
-    gone = removed | {chunk.id for chunk in changed}
-    texts = _TEXTS.get((before,), None, lambda: _ids_by_text(before))
+    """(changed id, id of the chunk whose content it now has) for every chunk the follow-up corpus changed."""
+    corpus = follow.world.corpus
     pairs = []
-    for chunk in changed:
-        kept = [before.get(i) for i in texts.get(chunk.text, ()) if i not in gone]
-        same_text = [*kept, *(other for other in edited if other.text == chunk.text)]
+    for chunk in _changed(base.world.corpus, corpus):
+        # Candidates share the text, found at C speed; then the rest of the content is compared.
+        same_text = itertools.compress(corpus.chunks, map(chunk.text.__eq__, map(_TEXT, corpus.chunks)))
         pairs += [(chunk.id, other.id) for other in same_text if other.id != chunk.id and _content(other) == _content(chunk)]
     return pairs
 
 
-_TEXTS = CorpusMemo(4)
-
-
-def _ids_by_text(corpus: Corpus) -> dict[str, list[str]]:
-    """Each text of `corpus` -> the ids of the chunks holding it, in corpus order."""
-    found: dict[str, list[str]] = {}
-    for chunk in corpus.chunks:
-        found.setdefault(chunk.text, []).append(chunk.id)
-    return found
+_TEXT = operator.attrgetter("text")
 
 
 def added_existing_one_version(base: Observation, follow: Observation) -> Verdict:
