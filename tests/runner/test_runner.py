@@ -352,6 +352,51 @@ def test_a_skipped_perturbation_never_hides_a_contract_breach_no_contract_unit_s
     assert found.get("probe") == "fail", found
 
 
+class _AskedDense(DenseRetriever):
+    """The built-in dense retriever (not lexical: depth's own relation is not judged on it), recording each k asked."""
+
+    asked: list[int] = []
+
+    def retrieve(self, query, *, k, filters=None):  # noqa: ANN001, ANN201
+        type(self).asked.append(k)
+        return super().retrieve(query, k=k, filters=filters)
+
+
+class _PadsPastTheIndexDense(DenseRetriever):
+    """Bug: asked for more hits than it holds, it pads the ranking to k with its last hit, as an adapter does that
+    maps FAISS's -1 labels (no result) through `ids[label]` to the last id."""
+
+    def retrieve(self, query, *, k, filters=None):  # noqa: ANN001, ANN201
+        hits = super().retrieve(query, k=k, filters=filters)
+        return hits + hits[-1:] * (k - len(hits)) if hits else hits
+
+
+def test_a_kind_only_the_contract_judges_gets_calls_once_per_unit() -> None:
+    past_corpus = len(CORPUS) + 1
+    _AskedDense.asked = []
+    report = check({"dense": _AskedDense}, CORPUS, CASES[:1], strategies=["depth"])
+    (row,) = [r for r in report.results if r.relation == "depth.no_newcomer"]
+    assert row.status == "not_applicable" and "lexical" in (row.reason or "")
+    # After the base ranking at the largest default k (the unit's base metrics): the base ranking past the corpus,
+    # and one removal asked there (depth's simplest example). No other drawn removal makes a call, as only the
+    # contract would judge it.
+    assert _AskedDense.asked == [10, past_corpus, past_corpus], _AskedDense.asked
+    _AskedDense.asked = []
+    check({"dense": _AskedDense}, CORPUS, CASES[:1], strategies=["depth"], budget="full")
+    assert len(_AskedDense.asked) > 3 and set(_AskedDense.asked) == {10, past_corpus, 21}, "the full budget makes every drawn call"
+
+
+def test_depth_still_finds_a_contract_breach_past_the_index_on_a_retriever_not_lexical() -> None:
+    report = check({"dense": _PadsPastTheIndexDense}, CORPUS, CASES[:1], strategies=["depth"])
+    (row,) = [r for r in report.results if r.relation == "contract.valid_response"]
+    assert row.status == "fail" and "expected distinct ids" in (row.reason or ""), (row.status, row.reason)
+    # The default cutoffs never ask past the 22 chunks the case's tenant sees, so the contract unit cannot see it.
+    contract = check({"dense": _PadsPastTheIndexDense}, CORPUS, CASES[:1], strategies=["contract"])
+    assert {r.status for r in contract.results} == {"pass"}
+    correct = check({"dense": DenseRetriever}, CORPUS, CASES[:1], strategies=["depth"])
+    assert {r.status for r in correct.results} == {"not_applicable"}, [(r.relation, r.status) for r in correct.results]
+
+
 def test_a_second_relation_broken_by_the_same_perturbation_starts_from_the_first_ones_minimal_corpus() -> None:
     from ragmorph.worlds import demo_world
     from support.zoo import TenantFilterAfterTruncation
