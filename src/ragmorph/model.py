@@ -608,14 +608,16 @@ class Corpus:
 
     def reordered(self, order: Sequence[int]) -> Corpus:
         """A corpus whose chunks are `self.chunks[i] for i in order` (a permutation)."""
-        # A permutation: as many positions as chunks, each one once (marked in an array: 100k chunks are asked).
+        # A permutation: as many integer positions as chunks, each one once (marked in an array: 100k chunks are
+        # asked). Read as they are, not converted: "1" or 1.5 is not a position.
         chunks = self.chunks
         size = len(chunks)
-        positions = np.fromiter(order, np.intp, len(order)) if len(order) == size else None
+        positions = np.asarray(order) if len(order) == size else None
+        integers = positions is not None and positions.ndim == 1 and (positions.dtype.kind in "iu" or not size)
         seen = np.zeros(size, bool)
-        if positions is not None and size and positions.min() >= 0 and positions.max() < size:
+        if integers and size and positions.min() >= 0 and positions.max() < size:
             seen[positions] = True
-        if positions is None or not seen.all():
+        if not integers or not seen.all():
             raise InputError(f"expected a permutation of 0..{size - 1}, got {list(order)[:10]}")
         # itemgetter of many positions builds the tuple at C speed (one position gives the item alone).
         corpus = Corpus._derived(operator.itemgetter(*order)(chunks) if size > 1 else tuple(chunks))

@@ -361,6 +361,13 @@ def test_reordered_takes_exactly_the_permutations_of_the_corpus_positions(size: 
             corpus.reordered(order)
 
 
+@pytest.mark.parametrize("order", [["1", "0"], [1.5, 0], [None, 0], [True, False], [[1], [0]]])
+def test_reordered_refuses_positions_that_are_not_integers(order: list[object]) -> None:
+    corpus = Corpus([Chunk("a", "x"), Chunk("b", "y")])
+    with pytest.raises(InputError, match="expected a permutation of 0..1"):
+        corpus.reordered(order)  # type: ignore[arg-type]
+
+
 @given(size=st.integers(0, 6), data=st.data())
 def test_reordered_takes_every_permutation(size: int, data: st.DataObject) -> None:
     corpus = Corpus([Chunk(f"c{i}", f"text {i}") for i in range(size)])

@@ -352,16 +352,6 @@ def test_a_skipped_perturbation_never_hides_a_contract_breach_no_contract_unit_s
     assert found.get("probe") == "fail", found
 
 
-class _AskedDense(DenseRetriever):
-    """The built-in dense retriever (not lexical: depth's own relation is not judged on it), recording each k asked."""
-
-    asked: list[int] = []
-
-    def retrieve(self, query, *, k, filters=None):  # noqa: ANN001, ANN201
-        type(self).asked.append(k)
-        return super().retrieve(query, k=k, filters=filters)
-
-
 class _PadsPastTheIndexDense(DenseRetriever):
     """Bug: asked for more hits than it holds, it pads the ranking to k with its last hit, as an adapter does that
     maps FAISS's -1 labels (no result) through `ids[label]` to the last id."""
@@ -372,18 +362,26 @@ class _PadsPastTheIndexDense(DenseRetriever):
 
 
 def test_a_kind_only_the_contract_judges_gets_calls_once_per_unit() -> None:
+    asked: list[int] = []
+
+    class Asked(DenseRetriever):
+        """The built-in dense retriever (not lexical: depth's own relation is not judged on it), recording each k."""
+
+        def retrieve(self, query, *, k, filters=None):  # noqa: ANN001, ANN202
+            asked.append(k)
+            return super().retrieve(query, k=k, filters=filters)
+
     past_corpus = len(CORPUS) + 1
-    _AskedDense.asked = []
-    report = check({"dense": _AskedDense}, CORPUS, CASES[:1], strategies=["depth"])
+    report = check({"dense": Asked}, CORPUS, CASES[:1], strategies=["depth"])
     (row,) = [r for r in report.results if r.relation == "depth.no_newcomer"]
     assert row.status == "not_applicable" and "lexical" in (row.reason or "")
     # After the base ranking at the largest default k (the unit's base metrics): the base ranking past the corpus,
     # and one removal asked there (depth's simplest example). No other drawn removal makes a call, as only the
     # contract would judge it.
-    assert _AskedDense.asked == [10, past_corpus, past_corpus], _AskedDense.asked
-    _AskedDense.asked = []
-    check({"dense": _AskedDense}, CORPUS, CASES[:1], strategies=["depth"], budget="full")
-    assert len(_AskedDense.asked) > 3 and set(_AskedDense.asked) == {10, past_corpus, 21}, "the full budget makes every drawn call"
+    assert asked == [10, past_corpus, past_corpus], asked
+    asked.clear()
+    check({"dense": Asked}, CORPUS, CASES[:1], strategies=["depth"], budget="full")
+    assert len(asked) > 3 and set(asked) == {10, past_corpus, 21}, "the full budget makes every drawn call"
 
 
 def test_depth_still_finds_a_contract_breach_past_the_index_on_a_retriever_not_lexical() -> None:

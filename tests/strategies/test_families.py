@@ -150,7 +150,6 @@ def test_family_refuses_a_world_it_does_not_apply_to() -> None:
         FAMILIES["tenancy"].perturbations(no_tenant, ks=KS)
 
 
-
 def test_the_vocabulary_is_what_faker_draws_with_every_provider_loaded() -> None:
     # vocabulary() loads only the providers it reads (a default Faker scans every provider's locales): the seeded
     # draws, and so every perturbation and report, must be those of a default Faker.
