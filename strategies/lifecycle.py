@@ -84,11 +84,17 @@ _UNRELATED_WORDS = 8
 @attrs.frozen
 class Grow(PerturbationBase):
     """Add `count` chunks of text unrelated to the query, then one chunk matching it (the query and the first
-    gold chunk's text) last; ask at k before and after. The added chunks are a pure function of the world."""
+    gold chunk's text) last; ask past the corpus before, and at k (past the grown corpus) after. The added chunks
+    are a pure function of the world."""
 
     family: ClassVar[str] = "lifecycle"
     k: int
     count: int
+
+    def base(self, world: World) -> World:
+        """The world before the growth, asked past its corpus: every chunk it holds fits (and depth's base call,
+        asked at the same k, is served from the call cache)."""
+        return attrs.evolve(world, params=attrs.evolve(world.params, k=len(world.corpus) + 1))
 
     def apply(self, world: World) -> World:
         """The grown world, at k."""

@@ -117,6 +117,18 @@ def test_growth_keeps_every_match_and_finds_the_late_chunk() -> None:
     assert not growth_keeps_matches(obs([("hr-1", 2.0)], k=1), obs([], k=1, corpus=grown)).applicable
 
 
+def test_growth_asks_its_base_ranking_past_the_corpus_as_depth_does() -> None:
+    from ragmorph.strategies.depth import RemoveAtDepth
+
+    world = World(CORPUS, CASE, Params(5, Filters(tenant="acme")))
+    grow = Grow(k=len(CORPUS) + 34, count=32)
+    # The base ranking holds every chunk, asked where depth asks its own base ranking (one call, cached, serves
+    # both); the follow-up is asked past the grown corpus.
+    assert grow.base(world) == RemoveAtDepth(k=len(CORPUS) + 1, ids=("hr-1",)).base(world)
+    assert grow.base(world).params.k == len(CORPUS) + 1 and grow.apply(world).params.k > len(grow.apply(world).corpus)
+    assert grow.base(world).params.filters == world.params.filters
+
+
 # -- odd queries ----------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("kind", ["fullwidth", "ligature", "nfd", "nfc"])
 def test_unicode_forms_keep_the_nfkc_words(kind: str) -> None:
