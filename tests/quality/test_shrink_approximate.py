@@ -5,13 +5,18 @@ corpus still shows a violation depends on "enough" chunks near the query rather 
 dropping half the corpus usually hides it. Before the minimiser grew its starting subset from the violation's
 rankings and the retriever's own relevance order, these ended with 14-54 chunks and "budget exhausted".
 
-Two planted indexes, with the sizes they reach (default settings, seed 0):
+Three planted indexes, with the sizes they reach (default settings, seed 0):
 - `ScanLimitedBM25` scores only the first 2k chunks in insertion order: every violation is 1-minimal with at
   most 3 chunks, except `cutoff.prefix` (k to a larger k'), which needs the smaller pool full and a better
   chunk past it: 2k + 1 chunks (21 for k = 10, the smallest k Hypothesis finds on this world);
 - FAISS HNSW with M=4, efSearch=4 under a tenant owning 2% of 300 chunks: every violation 1-minimal with at
   most 26 chunks (13-26 measured; an HNSW graph over fewer chunks than its beam is searched exhaustively, so
-  a handful cannot show it), and the under-return (`tenancy.full_k`) with 35.
+  a handful cannot show it), and the under-return (`tenancy.full_k`) with 35. FAISS builds its graph with the
+  CPU's float rounding, so on some machines the beam reaches the tenant's chunks and there is nothing to find
+  (the test says so and skips);
+- `IntegerHNSW` (`support/graph_index.py`), HNSW's graph and beam in integer arithmetic (M=2, ef=4), which answer
+  alike on every machine, on the same world: six violations, every one 1-minimal with 5-11 chunks (11 for
+  `cutoff.prefix`, which needs the smaller beam full) in 26-86 shrinking calls.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from ragmorph.model import Case, Chunk, Corpus, Filters, Hit
 from ragmorph.runner import check
 from runner.test_approximate_rates import ScanLimitedBM25  # the undeclared approximate index of the rate tests
 from support import engine_retrievers as er
+from support.graph_index import IntegerHNSW
 
 pytestmark = pytest.mark.slow
 
@@ -92,3 +98,16 @@ def test_a_low_ef_faiss_hnsw_index_shrinks_one_minimal_within_budget() -> None:
         # 35 chunks measured for tenancy.full_k (1-minimal); the exact-search relations need at most 26.
         limit = 40 if result.relation.endswith(".full_k") else 26
         assert len(violation.minimal_corpus) <= limit, (result.relation, len(violation.minimal_corpus))
+
+
+def test_an_integer_hnsw_index_shrinks_one_minimal_within_budget_on_every_machine() -> None:
+    corpus, case = _selective()
+    report = check(IntegerHNSW, corpus, [case], strategies=FAMILIES)
+    found = {r.relation: r.violation for r in _violations(report)}
+    every_surface = {"reorder.invariant", "cutoff.prefix", "tenancy.full_k", "tenancy.filtered_equals_visible"}
+    assert set(found) >= every_surface | {"filters.full_k", "filters.filtered_equals_admitted"}, sorted(found)
+    for relation, violation in found.items():
+        # The larger k's beam must find a better chunk the smaller one missed: a few more chunks than elsewhere.
+        limit = 11 if relation == "cutoff.prefix" else 7
+        assert violation.one_minimal and len(violation.minimal_corpus) <= limit, (relation, len(violation.minimal_corpus))
+        assert violation.calls_shrinking <= 100, (relation, violation.calls_shrinking)
