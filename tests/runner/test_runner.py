@@ -395,6 +395,23 @@ def test_depth_still_finds_a_contract_breach_past_the_index_on_a_retriever_not_l
     assert {r.status for r in correct.results} == {"not_applicable"}, [(r.relation, r.status) for r in correct.results]
 
 
+def test_answers_of_an_instance_edits_were_undone_on_are_not_served_to_other_units() -> None:
+    from quality.zoo2.bugs import RemoveShiftsRows
+    from ragmorph.worlds import demo_world
+
+    # A multi-id remove that deletes the wrong rows leaves the removal unit's instance corrupted after each undo.
+    # Its later calls were kept under the base state's keys, so the cutoff unit was served them: cutoff.prefix
+    # failed on q04, q05 and q09 with violations that no fresh index reproduces (56 chunks, not minimised),
+    # blaming "randomness, time, or state shared between instances" for what the runner itself had shared.
+    world = demo_world()
+    report = check({"rows": RemoveShiftsRows}, world.corpus, world.cases, strategies=["removal", "cutoff"])
+    assert [r.relation for r in report.results if r.status == "fail"] == [], [r.reason for r in report.results if r.status == "fail"]
+    # The bug is the repeat family's to find, from its own calls, on two chunks.
+    found = check({"rows": RemoveShiftsRows}, world.corpus, world.cases[:6], strategies=["repeat"])
+    caught = [r.violation for r in found.results if r.status == "fail" and r.violation is not None]
+    assert caught and all(v.one_minimal and len(v.minimal_corpus) <= 3 for v in caught)
+
+
 def test_a_second_relation_broken_by_the_same_perturbation_starts_from_the_first_ones_minimal_corpus() -> None:
     from ragmorph.worlds import demo_world
     from support.zoo import TenantFilterAfterTruncation

@@ -32,6 +32,7 @@ from ._spec import RetrieverSpec
 __all__ = ["CallCache", "CallPool", "Executor", "Probe", "Step", "invalid_observation", "observation", "run_after"]
 
 _T = TypeVar("_T")
+_LINEAGES = itertools.count()
 
 # Why a call cannot be made on this retriever (the plan's relations are then not_applicable with this reason).
 _NO_DELTA = "the retriever has no add/remove to apply and undo a delta"
@@ -414,6 +415,7 @@ class Executor:
         self.reuse = reuse and cache.reuse
         # Whether the base instance may be handed to the next unit: no edit, no failed call, nothing else built.
         self._touched = False
+        self._lineage = next(_LINEAGES)  # tells apart the answers of instances edits were applied to
         self._built_at = 0
         # The last call of the previous plan when it was an uncached call on the unedited base instance.
         self._tail: _Tail | None = None
@@ -576,6 +578,11 @@ class Executor:
             raise
 
     def _recorded(self, key: tuple[Any, ...], step: Step, known: Corpus) -> Ranking:
+        if self._touched and key not in self.cache:
+            # Made now, the answer comes from an instance that edits were applied to and undone: it is kept for
+            # this executor alone. A retriever whose undo is broken answers otherwise than an unedited instance,
+            # and another unit served this answer would fail with a violation its own calls cannot rebuild.
+            key = (*key, ("after edits", self._lineage))
         self._source = self._step_of.get(key)
 
         def call() -> Ranking:
