@@ -207,13 +207,14 @@ class TokenIndex:
     """Every chunk's tokens under the built-in tokenizer (`query_tokens`), as numbers: the corpus vocabulary and, for
     any token, the positions of the chunks holding it, without tokenising a chunk again.
 
-    About 4 bytes per token of the corpus (20 MB for 100k chunks of 50 words) plus the vocabulary.
+    About 4 bytes per token of the corpus (20 MB for 100k chunks of 50 words), 17 per chunk, plus the vocabulary.
     """
 
     numbers: dict[str, int]  # every token of the corpus -> its number
     tokens: np.ndarray = attrs.field(repr=False)  # C ints: every chunk's token numbers in order, chunk after chunk
     ends: np.ndarray = attrs.field(repr=False)  # chunk i's tokens end before ends[i]
     ascii: np.ndarray = attrs.field(repr=False)  # whether chunk i's text is ASCII
+    sizes: np.ndarray = attrs.field(repr=False)  # chunk i's text length in characters (equal texts: equal sizes)
 
     def holding(self, groups: Sequence[Iterable[str]]) -> np.ndarray:
         """For each chunk (by corpus position), how many of `groups` (each a few tokens) it holds a token of: one
@@ -241,15 +242,15 @@ class TokenIndex:
         """The index of `chunks` (one pass; ASCII text as bytes with numpy, the tokenizer itself for any other)."""
         keys = _TokenKeys()
         tokens = array.array("i")  # grown in place block by block: no second copy while the blocks are joined
-        ends, ascii, count = [], [], 0
+        ends, ascii, sizes, count = [], [], [], 0
         for start in range(0, len(chunks), _BLOCK):
             texts = [chunk.text for chunk in chunks[start : start + _BLOCK]]
             joined = " ".join(texts)
+            sizes.append(np.fromiter(map(len, texts), np.intp, len(texts)))
             if joined.isascii():
                 ascii.append(np.ones(len(texts), bool))
                 raw = joined.encode("ascii").translate(_ASCII_FOLD)
-                lengths = np.fromiter(map(len, texts), np.intp, len(texts)) + 1
-                bounds = np.cumsum(lengths)  # byte offsets where each chunk ends (each text plus one space)
+                bounds = np.cumsum(sizes[-1] + 1)  # byte offsets where each chunk ends (each text plus one space)
             else:
                 ascii.append(np.fromiter(map(str.isascii, texts), bool, len(texts)))
                 per_text = [default_tokenize(text) for text in texts]
@@ -263,8 +264,8 @@ class TokenIndex:
             tokens.frombytes(numbers.view(np.uint8))  # a view: tobytes was one more copy
         numbered = np.frombuffer(tokens, np.intc) if tokens else np.zeros(0, np.intc)
         if not ends:
-            return cls(keys.vocabulary(), numbered, np.zeros(0, np.intp), np.zeros(0, bool))
-        return cls(keys.vocabulary(), numbered, np.concatenate(ends), np.concatenate(ascii))
+            return cls(keys.vocabulary(), numbered, np.zeros(0, np.intp), np.zeros(0, bool), np.zeros(0, np.intp))
+        return cls(keys.vocabulary(), numbered, np.concatenate(ends), np.concatenate(ascii), np.concatenate(sizes))
 
 
 class _TokenKeys:
