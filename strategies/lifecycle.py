@@ -52,7 +52,18 @@ from ragmorph.relations import (
     scores_tied,
 )
 
-from ._core import Family, PerturbationBase, check_never, corpus_diff, fresh_id, ks_strategy, matching_ids, query_tokens, token_index, vocabulary
+from ._core import (
+    Family,
+    PerturbationBase,
+    check_never,
+    corpus_diff,
+    fresh_id,
+    ks_strategy,
+    matching_ids,
+    query_tokens,
+    token_index,
+    vocabulary,
+)
 
 __all__ = [
     "EDITS",
@@ -339,7 +350,8 @@ def _copies(base: Observation, follow: Observation) -> list[tuple[str, str]]:
         same_size = (before.chunks[i] for i in np.flatnonzero(sizes == len(chunk.text)).tolist())
         holding = {c.id: corpus.get(c.id) for c in same_size if c.text == chunk.text and c.id not in edited}
         holding.update((c.id, c) for c in edited.values() if c.text == chunk.text)
-        found = [other for other in holding.values() if other is not None and other.id != chunk.id and _content(other) == _content(chunk)]
+        content = _content(chunk)
+        found = [other for other in holding.values() if other is not None and other.id != chunk.id and _content(other) == content]
         if len(found) > 1:  # in the follow-up's order, as a scan finds them (positions index an edited corpus)
             found.sort(key=lambda other: corpus.position(other.id))
         pairs += [(chunk.id, other.id) for other in found]
