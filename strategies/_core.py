@@ -41,6 +41,7 @@ __all__ = [
     "query_tokens",
     "shared_tokens",
     "shares_word",
+    "text_lengths",
     "token_index",
     "vocabulary",
     "vocabulary_from",
@@ -207,14 +208,13 @@ class TokenIndex:
     """Every chunk's tokens under the built-in tokenizer (`query_tokens`), as numbers: the corpus vocabulary and, for
     any token, the positions of the chunks holding it, without tokenising a chunk again.
 
-    About 4 bytes per token of the corpus (20 MB for 100k chunks of 50 words), 17 per chunk, plus the vocabulary.
+    About 4 bytes per token of the corpus (20 MB for 100k chunks of 50 words) plus the vocabulary.
     """
 
     numbers: dict[str, int]  # every token of the corpus -> its number
     tokens: np.ndarray = attrs.field(repr=False)  # C ints: every chunk's token numbers in order, chunk after chunk
     ends: np.ndarray = attrs.field(repr=False)  # chunk i's tokens end before ends[i]
     ascii: np.ndarray = attrs.field(repr=False)  # whether chunk i's text is ASCII
-    sizes: np.ndarray = attrs.field(repr=False)  # chunk i's text length in characters (equal texts: equal sizes)
 
     def holding(self, groups: Sequence[Iterable[str]]) -> np.ndarray:
         """For each chunk (by corpus position), how many of `groups` (each a few tokens) it holds a token of: one
@@ -242,15 +242,15 @@ class TokenIndex:
         """The index of `chunks` (one pass; ASCII text as bytes with numpy, the tokenizer itself for any other)."""
         keys = _TokenKeys()
         tokens = array.array("i")  # grown in place block by block: no second copy while the blocks are joined
-        ends, ascii, sizes, count = [], [], [], 0
+        ends, ascii, count = [], [], 0
         for start in range(0, len(chunks), _BLOCK):
             texts = [chunk.text for chunk in chunks[start : start + _BLOCK]]
             joined = " ".join(texts)
-            sizes.append(np.fromiter(map(len, texts), np.intp, len(texts)))
             if joined.isascii():
                 ascii.append(np.ones(len(texts), bool))
                 raw = joined.encode("ascii").translate(_ASCII_FOLD)
-                bounds = np.cumsum(sizes[-1] + 1)  # byte offsets where each chunk ends (each text plus one space)
+                lengths = np.fromiter(map(len, texts), np.intp, len(texts)) + 1
+                bounds = np.cumsum(lengths)  # byte offsets where each chunk ends (each text plus one space)
             else:
                 ascii.append(np.fromiter(map(str.isascii, texts), bool, len(texts)))
                 per_text = [default_tokenize(text) for text in texts]
@@ -264,8 +264,8 @@ class TokenIndex:
             tokens.frombytes(numbers.view(np.uint8))  # a view: tobytes was one more copy
         numbered = np.frombuffer(tokens, np.intc) if tokens else np.zeros(0, np.intc)
         if not ends:
-            return cls(keys.vocabulary(), numbered, np.zeros(0, np.intp), np.zeros(0, bool), np.zeros(0, np.intp))
-        return cls(keys.vocabulary(), numbered, np.concatenate(ends), np.concatenate(ascii), np.concatenate(sizes))
+            return cls(keys.vocabulary(), numbered, np.zeros(0, np.intp), np.zeros(0, bool))
+        return cls(keys.vocabulary(), numbered, np.concatenate(ends), np.concatenate(ascii))
 
 
 class _TokenKeys:
@@ -397,6 +397,21 @@ class _TokenKeys:
 def token_index(corpus: Corpus) -> TokenIndex:
     """The token index of `corpus`, built once per corpus (remembered without keeping the corpus alive)."""
     return _TOKEN_INDEXES.get((corpus,), None, lambda: TokenIndex.of(corpus.chunks))
+
+
+def text_lengths(corpus: Corpus) -> np.ndarray:
+    """Each chunk's text length in characters, by corpus position, once per corpus (read-only): equal texts have
+    equal lengths, so a search for a text compares only the chunks of its length."""
+    return _TEXT_LENGTHS.get((corpus,), None, lambda: _text_lengths(corpus))
+
+
+def _text_lengths(corpus: Corpus) -> np.ndarray:
+    lengths = np.fromiter(map(len, map(_TEXT, corpus.chunks)), np.intp, len(corpus))
+    lengths.flags.writeable = False
+    return lengths
+
+
+_TEXT = operator.attrgetter("text")
 
 
 def corpus_tenants(corpus: Corpus) -> frozenset[str | None]:
@@ -642,6 +657,7 @@ _SHARED = CorpusMemo(16)
 _TENANTS = CorpusMemo(4)
 # Each index of a 100k-chunk corpus is ~25 MB; a run asks for a few corpora (the base one, a minimised one).
 _TOKEN_INDEXES = CorpusMemo(4)
+_TEXT_LENGTHS = CorpusMemo(4)
 _DIFFS = CorpusMemo(16)
 
 

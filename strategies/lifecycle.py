@@ -61,7 +61,7 @@ from ._core import (
     ks_strategy,
     matching_ids,
     query_tokens,
-    token_index,
+    text_lengths,
     vocabulary,
 )
 
@@ -341,10 +341,10 @@ def _copies(base: Observation, follow: Observation) -> list[tuple[str, str]]:
         return []
     # A chunk of the follow-up holding some text is a chunk of the base holding it (unless it changed since), a
     # changed chunk or an added one. The base's chunks of that text are found among those of its length, read
-    # from the token index (a scan of the 100k texts took 40 ms per changed chunk, and every update is judged).
-    sizes = token_index(before).sizes
+    # once per corpus (a scan of the 100k texts took 40 ms per changed chunk, and every update is judged).
+    sizes = text_lengths(before)
     edited = {chunk.id: chunk for chunk in changed}
-    edited.update((i, corpus[i]) for i in sorted(corpus_diff(before, corpus)[0]))
+    edited.update((i, corpus[i]) for i in corpus_diff(before, corpus)[0])
     pairs = []
     for chunk in changed:
         same_size = (before.chunks[i] for i in np.flatnonzero(sizes == len(chunk.text)).tolist())

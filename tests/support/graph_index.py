@@ -66,7 +66,7 @@ class IntegerHNSW:
         # HNSW's search: `beam` holds the best `width` chunks reached (a min-heap: its worst first), `frontier` the
         # chunks still to expand (best first); it stops when the best to expand is worse than the whole beam.
         reached = {0}
-        beam = [(score[0], -0)]
+        beam = [(score[0], 0)]  # (score, -position): the later chunk is the worse of a tie
         frontier = [(-score[0], 0)]
         while frontier:
             best, node = heapq.heappop(frontier)
