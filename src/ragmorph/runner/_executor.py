@@ -184,6 +184,15 @@ class CallCache:
     def learned(self, key: tuple[str, str], capabilities: Any) -> None:
         """Keep what an instance built for `key` declared."""
         self._capabilities[key] = capabilities
+        self._capabilities[(key[0], "")] = capabilities
+
+    def capabilities_of(self, name: str) -> Any:
+        """What an instance of retriever `name` built over any corpus declared; None when none was built.
+
+        A factory's product has the same methods whatever corpus it indexes, so an executor over a smaller corpus
+        (shrinking) plans its edits by what the unit's instance showed before building one of its own.
+        """
+        return self._capabilities.get((name, ""))
 
     def note_build(self) -> None:
         """An instance of a retriever was built (or work that builds some ran): idle instances are not handed on."""
@@ -401,7 +410,8 @@ class Executor:
         self.timeout = timeout
         self.target = resolved if resolved is not None else spec.resolve()
         self.has_factory = is_factory(self.target)
-        self.capabilities = describe_capabilities(self.target)
+        learned = cache.capabilities_of(spec.name) if self.has_factory else None
+        self.capabilities = learned if learned is not None else describe_capabilities(self.target)
         self.traits = spec.all_traits(self.target)
         self._base: GuardedRetriever | None = None
         self.calls = 0
