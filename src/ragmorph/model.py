@@ -30,8 +30,24 @@ __all__ = [
     "Span",
     "World",
     "check_evidence",
+    "json_equal",
     "validate_cases",
 ]
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Equality of JSON values by JSON type: true, 1 and 1.0 are three different values (Python's == merges them).
+
+    Stores compare metadata so (a JSON boolean is not a number; Chroma, Qdrant and SQL keep integers and floats
+    apart), so a metadata filter `{"pinned": true}` never admits a chunk storing `pinned: 1`.
+    """
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(json_equal(a[key], b[key]) for key in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(map(json_equal, a, b))
+    return bool(a == b)
 
 
 class FrozenMap(Mapping[str, Any]):
@@ -947,14 +963,15 @@ class Filters:
         """True when `chunk` passes every filter.
 
         A tenant filter admits the tenant's own chunks and shared ones (tenant None); `current_only` drops
-        any chunk with `superseded_by` set, whether or not its successor is present.
+        any chunk with `superseded_by` set, whether or not its successor is present; a metadata constraint admits
+        a chunk holding the key with a value equal by JSON type (`json_equal`: true, 1 and 1.0 differ).
         """
         if self.tenant is not None and not chunk.visible_to(self.tenant):
             return False
         if self.current_only and chunk.superseded_by is not None:
             return False
         for key, expected in self.metadata.items():
-            if key not in chunk.metadata or chunk.metadata[key] != expected:
+            if key not in chunk.metadata or not json_equal(chunk.metadata[key], expected):
                 return False
         return True
 

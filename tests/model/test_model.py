@@ -373,3 +373,22 @@ def test_reordered_takes_every_permutation(size: int, data: st.DataObject) -> No
     corpus = Corpus([Chunk(f"c{i}", f"text {i}") for i in range(size)])
     order = data.draw(st.permutations(range(size)))
     assert corpus.reordered(order).ids == tuple(f"c{i}" for i in order)
+
+
+_JSON_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(-3, 3, allow_nan=False), st.sampled_from(["1", "true", ""]))
+
+
+@given(stored=_JSON_SCALARS, wanted=_JSON_SCALARS)
+def test_metadata_equality_filters_compare_values_by_json_type(stored, wanted) -> None:
+    from ragmorph.model import json_equal
+
+    chunk = Chunk(id="c", text="t", metadata={"pinned": stored})
+    admitted = Filters(metadata={"pinned": wanted}).allows(chunk)
+    assert admitted == (type(stored) is type(wanted) and stored == wanted)
+    assert admitted == json_equal(stored, wanted)
+
+
+def test_true_one_and_one_point_zero_are_three_metadata_values() -> None:
+    chunks = [Chunk(id=str(i), text="t", metadata={"pinned": v}) for i, v in enumerate([True, 1, 1.0])]
+    for i, value in enumerate([True, 1, 1.0]):
+        assert [c.id for c in chunks if Filters(metadata={"pinned": value}).allows(c)] == [str(i)]

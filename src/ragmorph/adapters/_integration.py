@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ..errors import InvalidResponse, UsageError, describe
-from ..model import Chunk, Corpus, Filters
+from ..model import Chunk, Corpus, Filters, json_equal
 from ._protocol import excerpt
 
 __all__ = [
@@ -158,9 +158,9 @@ def metadata_allows(filters: Filters, metadata: Mapping[str, Any]) -> bool:
     for key, expected in filters.metadata.items():
         encoded_key = USER_METADATA_PREFIX + key
         if encoded_key in metadata:
-            if metadata[encoded_key] != encode_value(expected):
+            if not json_equal(metadata[encoded_key], encode_value(expected)):
                 return False
-        elif key not in metadata or metadata[key] != expected:
+        elif key not in metadata or not json_equal(metadata[key], expected):
             return False
     return True
 
