@@ -69,7 +69,13 @@ def no_newcomer(base: Observation, follow: Observation) -> Verdict:
         return Verdict.not_applicable(base.cut_short or f"the base ranking filled all {asked} places, so it may have cut matching chunks")
     removed = corpus_diff(base.world.corpus, follow.world.corpus)[1]
     before = {hit.id for hit in base.ranking.hits}
+    gone = set(removed)
+    corpus = follow.world.corpus
     for rank, hit in enumerate(follow.ranking.hits, start=1):
+        chunk = corpus.get(hit.id)
+        if chunk is not None and chunk.superseded_by in gone:
+            # A freshness policy hides a chunk while its successor is present: removing the successor shows it.
+            continue
         if hit.id not in before:
             return Verdict.broken(
                 f"the ranking at k={asked} had only {len(before)} hits (so no other chunk matched), yet after removing "
@@ -95,6 +101,8 @@ RELATIONS = (
             "and keeps that when corpus statistics shift (a removal)",
             "it returns every chunk scoring above zero up to k (DESIGN section 3: fewer hits than min(k, matching "
             "chunks) is a contract breach), so a ranking with fewer than k hits lists every match",
+            "a chunk whose successor was removed may appear: a freshness policy (trait 'freshness') hides a "
+            "superseded chunk only while its successor is present",
         ),
     ),
 )

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from ragmorph.adapters import FILTER_KINDS
 from ragmorph.model import Corpus, Filters, Hit, Ranking, World
-from ragmorph.relations import Concern, Direction, Observation, Relation, Severity, Verdict, compare_up_to_ties
+from ragmorph.relations import Concern, Direction, Observation, Relation, Severity, Verdict, compare_up_to_ties, scores_tied
 
 from ._core import CorpusMemo, Family, PerturbationBase, ks_strategy, shared_tokens
 
@@ -41,6 +41,7 @@ __all__ = [
     "filtered_equals_admitted",
     "filterings",
     "full_k",
+    "scored_unlike",
     "full_k_relation",
     "visible_hits",
 ]
@@ -208,6 +209,9 @@ def admitted_prefix(
     two kinds of break.
     """
     k = follow.world.params.k
+    unlike = scored_unlike(base, follow)
+    if unlike is not None:
+        return unlike
     if base.exhausted and len(admitted) <= k:
         # The unfiltered ranking listed every chunk it would ever return, so the filtered one is fully known.
         verdict = compare_up_to_ties(admitted, follow.ranking.hits, open_end=False, scores_comparable=False)
@@ -222,6 +226,39 @@ def admitted_prefix(
     if not verdict.holds:
         return Verdict.broken(f"{mismatch}: {verdict.detail}")
     return verdict
+
+
+def scored_unlike(base: Observation, follow: Observation) -> Verdict | None:
+    """Not applicable when a chunk both calls returned scored differently under the filter, else None (pure).
+
+    The filtered ranking is the unfiltered one's admitted part only for a retriever whose score of a chunk does not
+    depend on which other chunks are admitted: one scored list, pre- or post-filtered. Rank fusion with the filter
+    inside each leg (Qdrant prefetch + fusion, Elasticsearch `rrf`, Weaviate hybrid), score normalisation over the
+    admitted candidates and an index per filter value are correct too, and their filtered order is their own. The
+    retriever shows which it is on every call: the scores of the chunks both calls returned agree (up to ties), or
+    they do not. Where they do not, admitted-only and full k still judge the filter.
+    """
+    if not follow.ranking.hits:
+        return None  # nothing to compare scores with: an empty filtered list is judged as it is
+    wanted = {hit.id: hit.score for hit in follow.ranking.hits if hit.has_finite_score}
+    common = 0
+    for hit in base.ranking.hits:
+        after = wanted.get(hit.id)
+        if after is None or not hit.has_finite_score:
+            continue
+        common += 1
+        if not scores_tied(hit.score, after):  # type: ignore[arg-type]
+            return Verdict.not_applicable(
+                f"chunk {hit.id!r} scored {hit.score:.6g} unfiltered and {after:.6g} under the filter: this "
+                "retriever's scores depend on which chunks the filter admits (rank fusion or score normalisation "
+                "over the admitted chunks, or an index per filter value), so its filtered order is its own; "
+                "admitted-only and full k still judge the filter"
+            )
+        if common == len(wanted):
+            break
+    if not common:
+        return Verdict.not_applicable("no chunk was returned by both calls with a score, so the two calls' scores cannot be compared")
+    return None
 
 
 def visible_hits(reference: Observation, follow: Observation) -> list[Hit]:
@@ -365,8 +402,10 @@ RELATIONS = (
         check=filtered_equals_admitted,
         judges_filtering=True,
         assumptions=(
-            "the filter selects from one scored list (pre- or post-filtering one index, with k candidates after "
-            "filtering); an index per filter value with its own term statistics may order chunks differently",
+            "judged where the chunks both calls returned score alike in both (one scored list, pre- or "
+            "post-filtered, k candidates after filtering); a retriever whose scores move with the admitted set "
+            "(rank fusion with the filter in each leg, normalisation over the admitted chunks, an index per filter "
+            "value) shows it in those scores, and the relation says not_applicable for that pair",
             "only the prefix the unfiltered top `depth` fixes is compared; beyond it, chunks tied at the cut pass",
         ),
     ),

@@ -382,8 +382,9 @@ def added_existing_one_version(base: Observation, follow: Observation) -> Verdic
         if not scores_tied(a, b):
             return Verdict.broken(
                 f"chunk {added!r} was added again (an id the index held) with the content of {original!r}: the ranking "
-                f"changed ({unchanged.detail}), yet it scores {a:.6g} against {b:.6g}, so the index holds neither "
-                "version alone (the old one was not replaced, nor the add refused)"
+                f"changed ({unchanged.detail}), yet it scores {a:.6g} against {b:.6g}. Causes that fit: the index "
+                "holds both versions, or the old one in one of several indexes (the add was neither an upsert nor "
+                "refused), or the score depends on the id or insertion order"
             )
     return Verdict.ok("the re-added chunk scores like its original: the add replaced the old version")
 
@@ -403,8 +404,9 @@ def updated_copy_ties(base: Observation, follow: Observation) -> Verdict:
             return Verdict.not_applicable("the retriever gives no scores, so ties cannot be judged")
         if not scores_tied(a, b):
             return Verdict.broken(
-                f"chunk {updated!r} was updated to the content of {original!r}, yet it scores {a:.6g} against {b:.6g}: "
-                "the index still scores its old content"
+                f"chunk {updated!r} was updated to the content of {original!r}, yet it scores {a:.6g} against {b:.6g}. "
+                "Causes that fit: the index still scores the old content (the update did not reach it, or reached "
+                "one of several indexes), or the score depends on the id or insertion order"
             )
     return Verdict.ok("the updated copy scores like its original")
 
@@ -451,9 +453,12 @@ RELATIONS = (
         severity=Severity.HARD,
         check=updated_copy_ties,
         applies_to=("UpdateChunk:copy",),
+        hard_with=("single_list",),
         assumptions=(
             "scores depend on a chunk's content (text, metadata, tenant, versions), not on its id: two chunks with "
             "equal content score equally in the same run; exact search",
+            "a single scored list (trait 'single_list'): rank fusion scores ranks, and two identical chunks take "
+            "adjacent ranks in each leg and so different fused scores; without the trait, measured as a rate",
             "judged only when both are returned: a retriever may drop one of two identical chunks",
         ),
     ),
@@ -467,7 +472,10 @@ RELATIONS = (
         severity=Severity.HARD,
         check=added_existing_one_version,
         applies_to=("AddExisting",),
+        hard_with=("single_list",),
         assumptions=(
+            "a single scored list (trait 'single_list'), as for lifecycle.updated_copy_ties; without the trait, "
+            "measured as a rate",
             "libraries differ on an add of an id they hold (upsert, error, ignored add): each is accepted; a refused "
             "add leaves the instance as it was, so the same call ranks alike (deterministic retriever)",
             "scores depend on a chunk's content, not on its id: an accepted copy scores like its original in the "

@@ -100,7 +100,10 @@ def _filtered_equals_visible(base: Observation, follow: Observation) -> Verdict:
         follow,
         [h for h in base.ranking.hits if h.id in corpus and corpus[h.id].visible_to(tenant)],
         already=lambda shown: f"the unfiltered ranking already shows {shown} chunks visible to {tenant!r}",
-        mismatch="filtered ranking is not the visible part of the unfiltered ranking",
+        mismatch=(
+            f"the ranking under the tenant filter is not the visible part of the unfiltered ranking (nothing of "
+            f"another tenant is implied: a chunk visible to {tenant!r} was dropped or moved)"
+        ),
     )
 
 
@@ -138,14 +141,18 @@ RELATIONS = (
         target="ranking@k",
         direction=Direction.INVARIANT_UP_TO_TIES,
         severity=Severity.HARD,
-        concern=Concern.TENANT_LEAK,
+        # A break drops or reorders visible chunks; it returns nothing of another tenant (unauthorized_zero judges
+        # that), so it is never titled a tenant leak.
+        concern=Concern.HARD,
         judges_filtering=True,
         filter_kinds=("tenant",),
         check=_filtered_equals_visible,
         applies_to=("ApplyTenantFilter",),
         assumptions=(
-            "the filter selects from one scored list (pre- or post-filtering one index); a separate index per "
-            "tenant with its own term statistics may order chunks differently",
+            "judged where the chunks both calls returned score alike in both (one scored list, pre- or "
+            "post-filtered); a retriever whose scores move with the admitted set (rank fusion with the filter in "
+            "each leg, an index per tenant with its own term statistics) shows it in those scores, and the "
+            "relation says not_applicable for that pair",
             "only the prefix the unfiltered top `depth` fixes is compared; beyond it, chunks tied at the cut pass",
         ),
     ),

@@ -25,6 +25,8 @@ MIN_PROBES = 10
 class _Evidence:
     relations: tuple[str, ...]
     what: str  # completes "... in 412/412 probes"
+    # True: one kind of evidence seen is enough (the others need methods a retriever may lack); else every kind.
+    any_kind: bool = False
 
 
 TRAIT_EVIDENCE: dict[str, _Evidence] = {
@@ -37,6 +39,11 @@ TRAIT_EVIDENCE: dict[str, _Evidence] = {
         ("odd_query.unicode_invariant_rate",), "NFC/NFD, full-width and ligature forms of the query left the ranking unchanged"
     ),
     "exact_deltas": _Evidence(("lifecycle.edit_equals_fresh_rate",), "every edit ranked like a fresh index of the edited corpus"),
+    "single_list": _Evidence(
+        ("lifecycle.updated_copy_ties", "lifecycle.added_existing_one_version"),
+        "two chunks with the same content scored alike (no rank fusion breaking their tie)",
+        any_kind=True,
+    ),
 }
 
 
@@ -98,7 +105,10 @@ def suggest_traits(
             # Every kind of evidence must have been seen, and have held every time.
             seen = [rates.get((retriever, name), [0, 0]) for name in evidence.relations]
             held, tested = sum(t[0] for t in seen), sum(t[1] for t in seen)
-            enables = tuple(r.name for r in catalog if trait in r.requires and r.severity is Severity.HARD)
-            if all(t[1] for t in seen) and tested >= MIN_PROBES and held == tested and enables:
+            enables = tuple(
+                r.name for r in catalog if (trait in r.requires or trait in r.hard_with) and r.severity is Severity.HARD
+            )
+            kinds_seen = any(t[1] for t in seen) if evidence.any_kind else all(t[1] for t in seen)
+            if kinds_seen and tested >= MIN_PROBES and held == tested and enables:
                 found.append(Suggestion(retriever, trait, held, tested, evidence.relations, enables))
     return tuple(found)

@@ -255,6 +255,10 @@ class Relation:
     # True when the relation presumes exact nearest-neighbour search: for a retriever declaring the trait
     # 'approximate' (an HNSW or IVF index) it is measured as a rate instead of failing the run.
     exact_search: bool = False
+    # Traits naming the shape whose promise the relation presumes (e.g. "single_list"): a retriever that declares
+    # them is judged hard; any other is measured as a rate (held/tested, never a failure), and the report suggests
+    # the trait when the rate held in every probe. A shape only some correct retrievers have is never assumed.
+    hard_with: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     # What a violation record shows as its (base, follow-up) pair, from the pair judged (None: the pair itself):
     # a base asked thousands deep is shown as the part the relation compared, never as thousands of hits.
     shown: Callable[[Observation, Observation], tuple[Observation, Observation]] | None = attrs.field(
@@ -290,6 +294,7 @@ class Relation:
         "filter_kinds",
         "concern",
         "exact_search",
+        "hard_with",
     )
 
     def describe(self) -> dict[str, Any]:

@@ -26,9 +26,10 @@ def test_the_concern_is_the_field_each_relation_declares() -> None:
         assert concern_of(relation.name) is relation.concern
         assert relation.describe()["concern"] == relation.concern.value
     assert {r.name for r in CATALOG if r.concern is Concern.TENANT_LEAK} == {
-        "tenancy.unauthorized_zero", "tenancy.filtered_equals_visible", "tenancy.no_cross_tenant",
-        "distractors.lookalike_unauthorized_zero",
+        "tenancy.unauthorized_zero", "tenancy.no_cross_tenant", "distractors.lookalike_unauthorized_zero",
     }
+    # A filtered ranking that drops or moves visible chunks returns nothing of another tenant: never a "leak".
+    assert concern_of("tenancy.filtered_equals_visible") is Concern.HARD
     # Under-return is a breach of the retriever contract (DESIGN section 3), whichever family's plan shows it.
     under_return = {f"{family}.full_k" for family in ("filters", "tenancy", "approximate", "scale")}
     assert {r.name for r in CATALOG if r.concern is Concern.CONTRACT} == {"contract.valid_response"} | under_return
@@ -61,5 +62,7 @@ def test_assert_ok_raises_with_the_triaged_summary_and_passes_a_correct_retrieve
     with pytest.raises(ViolationsFound) as caught:
         report.assert_ok()
     message = str(caught.value)
-    assert message.startswith("ragmorph: ") and "tenant leak · postfilter · tenancy." in message
+    # It drops visible chunks and returns nothing of another tenant: titled an under-return, never a tenant leak.
+    assert message.startswith("ragmorph: ") and "contract breach · postfilter · tenancy." in message
+    assert "tenant leak" not in message
     assert isinstance(caught.value, AssertionError), "pytest shows it as a plain assertion failure"

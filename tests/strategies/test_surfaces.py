@@ -163,7 +163,7 @@ def test_added_existing_one_version_accepts_an_unchanged_ranking_or_a_tied_copy(
     assert added_existing_one_version(before, obs([("hr-1", 2.0), ("faq-1", 2.0)], k=3, corpus=copied)).holds
     # Neither: both versions are indexed under one id.
     verdict = added_existing_one_version(before, obs([("faq-1", 3.0), ("hr-1", 2.0)], k=3, corpus=copied))
-    assert not verdict.holds and "neither version" in verdict.detail
+    assert not verdict.holds and "neither an upsert nor refused" in verdict.detail
     assert not added_existing_one_version(before, obs([("faq-1", 3.0)], k=3, corpus=copied)).applicable
     assert not added_existing_one_version(before, obs([("hr-1", 2.0)], k=3)).applicable
 

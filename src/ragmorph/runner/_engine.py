@@ -717,6 +717,15 @@ APPROXIMATE_REASON = (
 )
 
 
+def _shape_reason(relation: Relation) -> str:
+    """Why a relation presuming a retriever shape is measured as a rate for a retriever that does not declare it."""
+    traits = ", ".join(f"'{t}'" for t in relation.hard_with)
+    return (
+        f"measured as a rate (held/tested), never a failure: this relation presumes the shape {traits}, which a "
+        "correct retriever of another shape (rank fusion, say) does not have; declare it to make the relation hard"
+    )
+
+
 def _not_judged(relation: Relation, capabilities: Capabilities) -> str | None:
     """Why `relation` would judge ragmorph's own filtering (or its own admitted set) instead of the retriever's."""
     if relation.judges_admission:
@@ -739,14 +748,21 @@ def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, ro
     judged = relations if VALID_RESPONSE in relations else (*relations, VALID_RESPONSE)
     tallies = {r.name: _Tally() for r in judged}
     missing = {r.name: sorted(set(r.requires) - executor.traits) for r in judged}
-    if any(r.judges_filtering for r in judged):
-        # Who filters may be declared by the built retriever only (`post_filter=True`, FAISS's selector): read
-        # it from a built instance even when every call of this unit would be served from the cache.
+    # What a factory builds is known only once it is built: a plain `def factory(corpus)` (no return annotation,
+    # or a string one under `from __future__ import annotations`) builds an instance with add/remove/update/index,
+    # and who filters may be declared by the instance only (`post_filter=True`, FAISS's selector). Read them from
+    # a built instance (once per corpus, remembered by the cache) before drawing, for every family alike.
+    try:
         executor.learn_capabilities()
+    except RagmorphError as error:
+        return rows("error", str(error), calls=executor.calls, metrics=base_metrics, ranking=base_ranking)
     excused = {r.name: why for r in judged if (why := _not_judged(r, executor.capabilities)) is not None}
     active = [r for r in judged if not missing[r.name] and r.name not in excused]
     # An approximate index may legitimately break what exact search guarantees: measure those relations as rates.
-    rated = {r.name for r in active if r.exact_search and APPROXIMATE in executor.traits}
+    rated = {r.name: APPROXIMATE_REASON for r in active if r.exact_search and APPROXIMATE in executor.traits}
+    rated.update(
+        (r.name, _shape_reason(r)) for r in active if r.hard_with and not set(r.hard_with) <= executor.traits and r.name not in rated
+    )
     strategy = family.draw(world, ks=unit.settings.ks, delta=executor.supports_delta, filters=executor.capabilities.supports_filters)
     targets = {r.name for r in active if r.severity is Severity.HARD and r.name not in rated}
     seen: dict[str, frozenset[str]] = {}
@@ -813,6 +829,6 @@ def _execute(unit: Unit, cache: CallCache, resolved: Any, executor: Executor, ro
         else:
             soft = relation.severity is Severity.SOFT or relation.name in rated
             example = tally.example if soft else None
-            why = APPROXIMATE_REASON if relation.name in rated else None
+            why = rated.get(relation.name)
             results.append(Result(status="pass", reason=why, rate=rate, example=example, **common))
     return tuple(results)

@@ -36,6 +36,9 @@ class UpdateKeepsOldText(PlainBM25):
     IDF/TF). Surface: update in place.
     """
 
+    # One scored list: two chunks with the same content tie (the hard copy relations presume it).
+    ragmorph_traits = ("single_list",)
+
     def update(self, chunks: Sequence[Chunk]) -> None:
         for chunk in chunks:
             if chunk.id not in self.chunks:
@@ -60,6 +63,9 @@ class UpdateSkipsReindex(PlainBM25):
     Sources: postgresml/postgresml#893 (upsert "doesn't overwrite the old chunks or embeddings"),
     langchain-ai/langchain#5582 (Chroma.update_document embedded the wrong content). Surface: update in place.
     """
+
+    # One scored list: two chunks with the same content tie (the hard copy relations presume it).
+    ragmorph_traits = ("single_list",)
 
     def update(self, chunks: Sequence[Chunk]) -> None:
         for chunk in chunks:
@@ -107,6 +113,9 @@ class AddExistingMerges(PlainBM25):
     existing id is ignored with a warning: the correct behaviour the docs did not state). Surface: add of an
     existing id.
     """
+
+    # One scored list: two chunks with the same content tie (the hard copy relations presume it).
+    ragmorph_traits = ("single_list",)
 
     def add(self, chunks: Sequence[Chunk]) -> None:
         for chunk in chunks:
