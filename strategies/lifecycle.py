@@ -57,6 +57,7 @@ from ._core import (
     PerturbationBase,
     check_never,
     corpus_diff,
+    default_filters,
     fresh_id,
     ks_strategy,
     matching_ids,
@@ -71,10 +72,12 @@ __all__ = [
     "RELATIONS",
     "AddExisting",
     "AgainstFresh",
+    "DropMetadataKey",
     "Grow",
     "Reindex",
     "UpdateChunk",
     "added_existing_one_version",
+    "dropped_key_not_admitted",
     "growth_keeps_matches",
     "lifecycle_changes",
     "updated_copy_ties",
@@ -168,6 +171,41 @@ class AddExisting(PerturbationBase):
     def referenced_ids(self) -> tuple[str, ...]:
         """The re-added chunk and the chunk whose content it takes."""
         return (self.target, self.source)
+
+
+@attrs.frozen
+class DropMetadataKey(PerturbationBase):
+    """Update chunk `target` in place with `update(chunks)` to the same chunk without its metadata key `key`,
+    and ask under the filter `key` = its old value before and after: the new version no longer passes it."""
+
+    family: ClassVar[str] = "lifecycle"
+    k: int
+    target: str
+    key: str
+
+    def _filtered(self, world: World) -> World:
+        chunk = world.corpus[self.target]
+        filters = attrs.evolve(default_filters(world.case), metadata={self.key: chunk.metadata[self.key]})
+        return attrs.evolve(world, params=attrs.evolve(world.params, k=self.k, filters=filters))
+
+    def base(self, world: World) -> World:
+        """The world under the filter on the key's old value (the target passes it)."""
+        return self._filtered(world)
+
+    def apply(self, world: World) -> World:
+        """The filtered world whose corpus holds the target without the key (same id, same position)."""
+        asked = self._filtered(world)
+        old = world.corpus[self.target]
+        new = attrs.evolve(old, metadata={k: v for k, v in old.metadata.items() if k != self.key})
+        return attrs.evolve(asked, corpus=world.corpus.replaced(new))
+
+    def plan(self, world: World) -> Plan:
+        """The filtered call, then the same call with the update applied to the base instance (and undone)."""
+        return Plan.pair(self.base(world), self.apply(world), edit=Edit.UPDATE)
+
+    def referenced_ids(self) -> tuple[str, ...]:
+        """The updated chunk."""
+        return (self.target,)
 
 
 @attrs.frozen
@@ -294,8 +332,48 @@ def lifecycle_changes(world: World, *, ks: Sequence[int], delta: bool = True, **
         copy = st.sampled_from(targets).map(lambda t: (attrs.evolve(world.corpus[sources[0]], id=t),))
         choices.append(st.builds(AgainstFresh, k=ks_strategy(ks), edit=st.just("update"), added=copy))
         choices.append(st.builds(AgainstFresh, k=ks_strategy(ks), edit=st.sampled_from(("delta", "index")), removed=removed))
+    keyed = _keyed(world, matching)
+    if keyed:
+        choices.append(st.builds(lambda k, pair: DropMetadataKey(k=k, target=pair[0], key=pair[1]), ks_strategy(ks), st.sampled_from(keyed)))
     choices.append(st.sampled_from(_FACTORS).map(grow))
     return st.one_of(choices)
+
+
+def _keyed(world: World, matching: Sequence[str]) -> list[tuple[str, str]]:
+    """(chunk id, metadata key holding a JSON scalar) pairs to drop, chunks sharing query words first."""
+    gold = [i for i in world.case.gold_ids if i in world.corpus]
+    ids = list(dict.fromkeys([*gold, *matching, *(c.id for c in world.corpus.chunks[:_CANDIDATES])]))
+    pairs = []
+    for chunk_id in ids:
+        chunk = world.corpus[chunk_id]
+        if not chunk.visible_to(world.case.tenant):
+            continue  # under the case's tenant filter it is never admitted, whatever its metadata
+        metadata = chunk.metadata
+        pairs += [(chunk_id, key) for key in sorted(metadata) if _scalar(metadata[key])]
+    return pairs[:_CANDIDATES]
+
+
+def _scalar(value: object) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
+def dropped_key_not_admitted(base: Observation, follow: Observation) -> Verdict:
+    """Verdict that no chunk updated to a version without a filtered key passes the filter on it afterwards (pure)."""
+    filters = follow.world.params.filters
+    changed = [c for c in _changed(base.world.corpus, follow.world.corpus) if not filters.allows(c)]
+    if not changed:
+        return Verdict.not_applicable("no chunk was updated out of the filter")
+    dropped = {c.id for c in changed}
+    for rank, hit in enumerate(follow.ranking.hits, start=1):
+        if hit.id in dropped:
+            lost = sorted(set(base.world.corpus[hit.id].metadata) - set(follow.world.corpus[hit.id].metadata))
+            return Verdict.broken(
+                f"chunk {hit.id!r} was updated to a version without metadata key(s) {lost}, yet the filter on "
+                f"{dict(filters.metadata)} still returns it at rank {rank}: the index kept the old metadata (an "
+                "update that merges metadata instead of replacing it)",
+                culprits=(hit.id,),
+            )
+    return Verdict.ok("the updated chunk no longer passes the filter")
 
 
 def growth_keeps_matches(base: Observation, follow: Observation) -> Verdict:
@@ -535,6 +613,23 @@ RELATIONS = (
         ),
     ),
     Relation(
+        name="lifecycle.updated_metadata_replaced",
+        family="lifecycle",
+        summary="a chunk updated in place to a version without a metadata key no longer passes a filter on that key",
+        target="ranking@k",
+        direction=Direction.NEVER,
+        severity=Severity.HARD,
+        check=dropped_key_not_admitted,
+        applies_to=("DropMetadataKey",),
+        judges_filtering=True,
+        judges_admission=True,
+        filter_kinds=("metadata",),
+        assumptions=(
+            "update(chunks) replaces a chunk, metadata included (DESIGN section 3: same ids, new content); a key "
+            "the new version lacks is gone, so a metadata equality filter on it no longer admits the chunk",
+        ),
+    ),
+    Relation(
         name="lifecycle.growth_keeps_matches",
         family="lifecycle",
         summary="growing the corpus x2/x4 with unrelated chunks keeps every hit of an exhausted ranking and finds a matching chunk added last",
@@ -566,6 +661,6 @@ FAMILY = Family(
     draw=lifecycle_changes,
     applicable=_applicable,
     edits_corpus=True,
-    perturbation_types=(UpdateChunk, AddExisting, Reindex, AgainstFresh, Grow),
+    perturbation_types=(UpdateChunk, AddExisting, DropMetadataKey, Reindex, AgainstFresh, Grow),
     max_examples=9,
 )

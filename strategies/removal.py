@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from ragmorph.model import World
 from ragmorph.relations import Direction, Observation, Relation, Severity, Verdict
 
-from ._core import Family, PerturbationBase, check_never, corpus_diff, ks_strategy
+from ._core import Family, PerturbationBase, check_never, corpus_diff
 
 __all__ = ["FAMILY", "RELATIONS", "RemoveChunks", "removals"]
 
@@ -44,6 +44,9 @@ def removals(world: World, *, ks: Sequence[int], **_: object) -> st.SearchStrate
     smallest removal that exposes a delete that did not happen) and grows to the whole group (which tests
     that the group is no longer covered). Other removals shrink toward fewer, earlier chunks.
     """
+    # Past the default cutoffs too: a chunk deleted from one of a hybrid's indexes only keeps one leg's share of
+    # its fused score and sinks below rank 10, where no default k looks (capped, so a large corpus stays cheap).
+    cutoffs = st.sampled_from(tuple(sorted({*ks, min(len(world.corpus) + 1, _DEEP)})))
     choices = []
     groups = [
         (number, tuple(m for m in group if m in world.corpus)) for number, group in enumerate(world.case.evidence)
@@ -53,7 +56,7 @@ def removals(world: World, *, ks: Sequence[int], **_: object) -> st.SearchStrate
 
         @st.composite
         def group_removal(draw: st.DrawFn) -> RemoveChunks:
-            k = draw(ks_strategy(ks))
+            k = draw(cutoffs)
             number, members = draw(st.sampled_from(groups))
             ids = draw(st.lists(st.sampled_from(members), min_size=1, max_size=len(members), unique=True))
             return RemoveChunks(k=k, ids=tuple(ids), group=number)
@@ -66,11 +69,13 @@ def removals(world: World, *, ks: Sequence[int], **_: object) -> st.SearchStrate
         # range by its bounds; the draws are the same.
         by_position = st.sampled_from(range(len(others))).map(others.__getitem__)
         picked = st.lists(by_position, min_size=1, max_size=min(3, len(others)), unique=True)
-        choices.append(st.builds(lambda k, ids: RemoveChunks(k=k, ids=tuple(ids)), ks_strategy(ks), picked))
+        choices.append(st.builds(lambda k, ids: RemoveChunks(k=k, ids=tuple(ids)), cutoffs, picked))
     return st.one_of(choices)
 
 
 _ID = operator.attrgetter("id")
+# The deepest cutoff a removal asks at: past the corpus for corpora up to this size.
+_DEEP = 1000
 
 
 def _removed(base: Observation, follow: Observation) -> frozenset[str]:
