@@ -21,14 +21,17 @@ def _cell(text: str) -> str:
 
 def catalog_table() -> str:
     """The relation catalog as a Markdown table."""
-    rows = ["| family | relation | direction | severity | rationale and assumptions |", "| --- | --- | --- | --- | --- |"]
+    rows = [
+        "| family | relation | direction | severity | hard for | rationale and assumptions |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for relation in CATALOG:
         text = relation.summary
         if relation.assumptions:
             text += " *Assumes:* " + "; ".join(relation.assumptions)
         rows.append(
             f"| {relation.family} | `{relation.name}` | {relation.direction.value} | {relation.severity.value} | "
-            f"{_cell(text)} |"
+            f"{_cell(relation.holds_for)} | {_cell(text)} |"
         )
     return "\n".join(rows)
 

@@ -297,6 +297,19 @@ class Relation:
         "hard_with",
     )
 
+    @property
+    def holds_for(self) -> str:
+        """The retriever shapes the relation is hard for, in words (README's catalog and `ragmorph strategies`)."""
+        if self.severity is Severity.SOFT:
+            return "a rate for every shape"
+        if self.hard_with:
+            shapes = f"retrievers declaring {', '.join(self.hard_with)}; a rate for the others"
+        elif self.requires:
+            shapes = f"retrievers declaring {', '.join(self.requires)}"
+        else:
+            shapes = "every shape"
+        return shapes + ("; a rate under `approximate`" if self.exact_search else "")
+
     def describe(self) -> dict[str, Any]:
         """The catalog row of this relation as plain data (for `ragmorph strategies` and reports)."""
         row: dict[str, Any] = {}
