@@ -50,7 +50,8 @@ def _line_defects(fields: tuple[str, ...], valid: dict[str, Any]) -> st.SearchSt
     """One line that a reader of records shaped like `valid` (allowed `fields`) must refuse."""
     unknown_key = st.text(min_size=1, max_size=10).filter(lambda key: key not in fields)
     return st.one_of(
-        st.text(min_size=1, max_size=20).filter(lambda t: t.strip() and _not_json(t)).map(str.encode),
+        # One line: a defect holding a line break is two lines, and the error names the second.
+        st.text(min_size=1, max_size=20).filter(lambda t: t.strip() and t.splitlines() == [t] and _not_json(t)).map(str.encode),
         _NON_OBJECTS.map(lambda value: json.dumps(value).encode()),
         st.builds(lambda key, value: json.dumps({**valid, key: value}).encode(), unknown_key, _JSON_SCALARS),
         _NOT_STRINGS.map(lambda bad: json.dumps({**valid, "id": bad}).encode()),
