@@ -226,3 +226,13 @@ def test_lifecycle_copies_match_the_plain_scan(chunks: list[tuple[str, str | Non
         assert verdict.holds == (not unrelated)
         if unrelated:
             assert verdict.detail.startswith(f"chunk {unrelated[0]!r} was updated")
+
+
+def test_no_newcomer_excuses_a_predecessor_shown_once_its_successor_is_removed() -> None:
+    # A freshness policy hides hr-1.v1 while its successor hr-1 is present; removing hr-1 shows it.
+    without_successor = CORPUS.without(["hr-1"])
+    base = obs([("hr-1", 2.0), ("faq-1", 1.0)], k=21)
+    assert no_newcomer(base, obs([("hr-1.v1", 2.0), ("faq-1", 1.0)], k=21, corpus=without_successor)).holds
+    # Any other newcomer is still a break: the first ranking left out a matching chunk.
+    without_faq = CORPUS.without(["faq-1"])
+    assert not no_newcomer(base, obs([("hr-1", 2.0), ("hr-1.v1", 1.0)], k=21, corpus=without_faq)).holds
