@@ -258,6 +258,18 @@ def scored_unlike(base: Observation, follow: Observation) -> Verdict | None:
             break
     if not common:
         return Verdict.not_applicable("no chunk was returned by both calls with a score, so the two calls' scores cannot be compared")
+    # A chunk the unfiltered ranking lacks, scored above chunks it lists: the two calls ranked different candidates
+    # (a first-stage pool cut before a reranker, filtered inside the pool), so the filtered order is its own.
+    listed = {hit.id for hit in base.ranking.hits}
+    floor = min((hit.score for hit in base.ranking.hits if hit.has_finite_score), default=None)
+    for hit in follow.ranking.hits:
+        if floor is not None and hit.id not in listed and hit.has_finite_score and hit.score > floor and not scores_tied(hit.score, floor):  # type: ignore[operator,arg-type]
+            return Verdict.not_applicable(
+                f"chunk {hit.id!r} scored {hit.score:.6g} under the filter, above chunks the unfiltered ranking lists, "
+                "yet that ranking lacks it: the calls ranked different candidates (a candidate pool cut before a "
+                "reranker, filtered inside the pool), so the filtered order is this retriever's own; admitted-only "
+                "and full k still judge the filter"
+            )
     return None
 
 
