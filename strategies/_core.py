@@ -36,6 +36,7 @@ __all__ = [
     "default_filters",
     "derivation",
     "fresh_id",
+    "is_json_scalar",
     "ks_strategy",
     "matching_ids",
     "query_tokens",
@@ -142,6 +143,11 @@ class Family:
         if reason is not None:
             raise UsageError(f"expected a world the {self.name!r} family applies to, got one where {reason}")
         return self.draw(world, ks=tuple(sorted(set(ks))))
+
+
+def is_json_scalar(value: Any) -> bool:
+    """True for a JSON scalar (null, string, number, boolean): the metadata values equality filters are drawn on."""
+    return value is None or isinstance(value, (str, int, float, bool))
 
 
 def ks_strategy(ks: Sequence[int]) -> st.SearchStrategy[int]:

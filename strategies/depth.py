@@ -69,11 +69,10 @@ def no_newcomer(base: Observation, follow: Observation) -> Verdict:
         return Verdict.not_applicable(base.cut_short or f"the base ranking filled all {asked} places, so it may have cut matching chunks")
     removed = corpus_diff(base.world.corpus, follow.world.corpus)[1]
     before = {hit.id for hit in base.ranking.hits}
-    gone = set(removed)
     corpus = follow.world.corpus
     for rank, hit in enumerate(follow.ranking.hits, start=1):
         chunk = corpus.get(hit.id)
-        if chunk is not None and chunk.superseded_by in gone:
+        if chunk is not None and chunk.superseded_by in removed:
             # A freshness policy hides a chunk while its successor is present: removing the successor shows it.
             continue
         if hit.id not in before:

@@ -28,7 +28,7 @@ from ragmorph.adapters import FILTER_KINDS
 from ragmorph.model import Corpus, Filters, Hit, Ranking, World
 from ragmorph.relations import Concern, Direction, Observation, Relation, Severity, Verdict, compare_up_to_ties, scores_tied
 
-from ._core import CorpusMemo, Family, PerturbationBase, ks_strategy, shared_tokens
+from ._core import CorpusMemo, Family, PerturbationBase, is_json_scalar, ks_strategy, shared_tokens
 
 __all__ = [
     "FAMILY",
@@ -71,14 +71,10 @@ class ApplyFilters(PerturbationBase):
         return attrs.evolve(world, params=attrs.evolve(world.params, k=self.k, filters=self.filters))
 
 
-def _is_scalar(value: Any) -> bool:
-    return value is None or isinstance(value, (str, int, float, bool))
-
-
 def _scalar_items(metadata: Any) -> list[tuple[str, Any]]:
     # Equality filters on JSON scalars only: lists and objects are not hashable and no store compares them so.
     # Sorted by key: a world read back from JSON Lines (keys sorted) is probed like the same world in memory.
-    return sorted(((k, v) for k, v in metadata.items() if _is_scalar(v)), key=_pair_key)
+    return sorted(((k, v) for k, v in metadata.items() if is_json_scalar(v)), key=_pair_key)
 
 
 def _pair_key(pair: tuple[str, Any]) -> tuple[str, str, str]:
@@ -104,7 +100,7 @@ def _metadata_counts(corpus: Corpus) -> Counter[tuple[str, Any]]:
     # Counted unsorted (a chunk's keys are distinct, so its pairs never meet in the counter), at C speed.
     if _SCALAR_TYPES.issuperset(map(type, map(operator.itemgetter(1), pairs()))):
         return Counter(pairs())
-    return Counter(pair for pair in pairs() if _is_scalar(pair[1]))
+    return Counter(pair for pair in pairs() if is_json_scalar(pair[1]))
 
 
 def _most_common(counts: Counter[tuple[str, Any]], n: int) -> list[tuple[str, Any]]:
@@ -229,10 +225,12 @@ def admitted_prefix(
 
 
 def scored_unlike(base: Observation, follow: Observation) -> Verdict | None:
-    """Not applicable when a chunk both calls returned scored differently under the filter, else None (pure).
+    """Not applicable when the calls' scores show the filtered order is the retriever's own, else None (pure):
+    a chunk both calls returned scored differently, or a filtered hit the unfiltered ranking lacks outscores it.
 
     The filtered ranking is the unfiltered one's admitted part only for a retriever whose score of a chunk does not
-    depend on which other chunks are admitted: one scored list, pre- or post-filtered. Rank fusion with the filter
+    depend on which other chunks are admitted, and that ranks the same candidates under the filter: one scored
+    list, pre- or post-filtered. Rank fusion with the filter
     inside each leg (Qdrant prefetch + fusion, Elasticsearch `rrf`, Weaviate hybrid), score normalisation over the
     admitted candidates and an index per filter value are correct too, and their filtered order is their own. The
     retriever shows which it is on every call: the scores of the chunks both calls returned agree (up to ties), or
@@ -241,12 +239,16 @@ def scored_unlike(base: Observation, follow: Observation) -> Verdict | None:
     if not follow.ranking.hits:
         return None  # nothing to compare scores with: an empty filtered list is judged as it is
     wanted = {hit.id: hit.score for hit in follow.ranking.hits if hit.has_finite_score}
-    common = 0
+    found: set[str] = set()
+    floor: float | None = None
     for hit in base.ranking.hits:
-        after = wanted.get(hit.id)
-        if after is None or not hit.has_finite_score:
+        if not hit.has_finite_score:
             continue
-        common += 1
+        floor = hit.score if floor is None else min(floor, hit.score)  # type: ignore[type-var]
+        after = wanted.get(hit.id)
+        if after is None:
+            continue
+        found.add(hit.id)
         if not scores_tied(hit.score, after):  # type: ignore[arg-type]
             return Verdict.not_applicable(
                 f"chunk {hit.id!r} scored {hit.score:.6g} unfiltered and {after:.6g} under the filter: this "
@@ -254,18 +256,14 @@ def scored_unlike(base: Observation, follow: Observation) -> Verdict | None:
                 "over the admitted chunks, or an index per filter value), so its filtered order is its own; "
                 "admitted-only and full k still judge the filter"
             )
-        if common == len(wanted):
-            break
-    if not common:
+    if not found:
         return Verdict.not_applicable("no chunk was returned by both calls with a score, so the two calls' scores cannot be compared")
     # A chunk the unfiltered ranking lacks, scored above chunks it lists: the two calls ranked different candidates
     # (a first-stage pool cut before a reranker, filtered inside the pool), so the filtered order is its own.
-    listed = {hit.id for hit in base.ranking.hits}
-    floor = min((hit.score for hit in base.ranking.hits if hit.has_finite_score), default=None)
-    for hit in follow.ranking.hits:
-        if floor is not None and hit.id not in listed and hit.has_finite_score and hit.score > floor and not scores_tied(hit.score, floor):  # type: ignore[operator,arg-type]
+    for chunk_id, score in wanted.items():
+        if chunk_id not in found and score > floor and not scores_tied(score, floor):  # type: ignore[operator,arg-type]
             return Verdict.not_applicable(
-                f"chunk {hit.id!r} scored {hit.score:.6g} under the filter, above chunks the unfiltered ranking lists, "
+                f"chunk {chunk_id!r} scored {score:.6g} under the filter, above chunks the unfiltered ranking lists, "
                 "yet that ranking lacks it: the calls ranked different candidates (a candidate pool cut before a "
                 "reranker, filtered inside the pool), so the filtered order is this retriever's own; admitted-only "
                 "and full k still judge the filter"

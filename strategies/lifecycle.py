@@ -59,6 +59,7 @@ from ._core import (
     corpus_diff,
     default_filters,
     fresh_id,
+    is_json_scalar,
     ks_strategy,
     matching_ids,
     query_tokens,
@@ -349,12 +350,8 @@ def _keyed(world: World, matching: Sequence[str]) -> list[tuple[str, str]]:
         if not chunk.visible_to(world.case.tenant):
             continue  # under the case's tenant filter it is never admitted, whatever its metadata
         metadata = chunk.metadata
-        pairs += [(chunk_id, key) for key in sorted(metadata) if _scalar(metadata[key])]
+        pairs += [(chunk_id, key) for key in sorted(metadata) if is_json_scalar(metadata[key])]
     return pairs[:_CANDIDATES]
-
-
-def _scalar(value: object) -> bool:
-    return value is None or isinstance(value, (str, int, float, bool))
 
 
 def dropped_key_not_admitted(base: Observation, follow: Observation) -> Verdict:

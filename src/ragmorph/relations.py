@@ -299,7 +299,7 @@ class Relation:
 
     @property
     def holds_for(self) -> str:
-        """The retriever shapes the relation is hard for, in words (README's catalog and `ragmorph strategies`)."""
+        """The retriever shapes the relation is hard for, in words (the "hard for" column of README's catalog)."""
         if self.severity is Severity.SOFT:
             return "a rate for every shape"
         if self.hard_with:

@@ -236,3 +236,18 @@ def test_no_newcomer_excuses_a_predecessor_shown_once_its_successor_is_removed()
     # Any other newcomer is still a break: the first ranking left out a matching chunk.
     without_faq = CORPUS.without(["faq-1"])
     assert not no_newcomer(base, obs([("hr-1", 2.0), ("hr-1.v1", 1.0)], k=21, corpus=without_faq)).holds
+
+
+def test_filtered_equals_admitted_judges_only_where_the_calls_scores_show_one_list() -> None:
+    handbook = Filters(metadata={"kind": "handbook"})
+    base = obs([("faq-1", 3.0), ("hr-1", 2.0), ("hr-1.v1", 1.0)], k=100)
+    # One scored list that dropped an admitted chunk: judged, and broken.
+    assert not filtered_equals_admitted(base, obs([("hr-1.v1", 1.0)], k=2, filters=handbook)).holds
+    assert filtered_equals_admitted(base, obs([("hr-1", 2.0), ("hr-1.v1", 1.0)], k=2, filters=handbook)).holds
+    # Rank fusion with the filter in each leg: the admitted chunks score higher once faq-1 is gone, and reorder.
+    fused = filtered_equals_admitted(base, obs([("hr-1.v1", 2.6), ("hr-1", 2.5)], k=2, filters=handbook))
+    assert not fused.applicable and "scored 2 unfiltered and 2.5 under the filter" in fused.detail
+    # A candidate pool filtered inside: a chunk the unfiltered call never ranked outscores the ones it did.
+    pooled_base = obs([("faq-1", 3.0), ("hr-1", 2.0)], k=100)
+    pooled = filtered_equals_admitted(pooled_base, obs([("hr-1.v1", 2.5), ("hr-1", 2.0)], k=2, filters=handbook))
+    assert not pooled.applicable and "ranked different candidates" in pooled.detail

@@ -52,3 +52,26 @@ def test_the_report_suggests_lexical_for_a_plain_bm25_and_not_for_a_dense_retrie
     assert ("plain", "lexical") in traits and ("dense", "lexical") not in traits
     # Suggested, not applied: the lexical-only relations were not judged in this run.
     assert "trait suggestions" in render_summary(data) and "declare `lexical`" in render_summary(data)
+
+
+def test_single_list_is_suggested_from_either_copy_relation_and_enables_both() -> None:
+    # A retriever without add() (no AddExisting probes) still shows the shape through its updates.
+    rows = [Row("store", "lifecycle.updated_copy_ties", (MIN_PROBES, MIN_PROBES))]
+    (found,) = suggest_traits(rows, {}, CATALOG)
+    assert (found.trait, found.held, found.tested) == ("single_list", MIN_PROBES, MIN_PROBES)
+    assert set(found.enables) == {"lifecycle.updated_copy_ties", "lifecycle.added_existing_one_version"}
+    # One tie broken (rank fusion) is no evidence of one scored list.
+    assert not suggest_traits([Row("rrf", "lifecycle.updated_copy_ties", (MIN_PROBES, MIN_PROBES + 1))], {}, CATALOG)
+
+
+def test_without_single_list_the_copy_relations_are_rates_with_the_reason_and_the_report_suggests_it() -> None:
+    world = demo_world()
+    report = check({"plain": PlainBM25}, world.corpus, world.cases, strategies=["lifecycle"])
+    rows = [r for r in report.results if r.relation == "lifecycle.updated_copy_ties" and r.rate is not None]
+    assert rows and all(r.severity == "soft" and "single_list" in r.reason for r in rows), rows
+    data = report.to_dict()
+    assert ("plain", "single_list") in {(s["retriever"], s["trait"]) for s in data["suggestions"]}
+    declared = check(
+        {"plain": PlainBM25}, world.corpus, world.cases[:1], strategies=["lifecycle"], traits={"plain": ["single_list"]}
+    )
+    assert {r.severity for r in declared.results if r.relation == "lifecycle.updated_copy_ties"} == {"hard"}

@@ -24,7 +24,7 @@ import re
 import unicodedata
 import zlib
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -196,21 +196,47 @@ class _BM25Index:
         return rows
 
 
+class _PerChunk(dict):  # type: ignore[type-arg]
+    """A per-chunk value kept beside the indexes: `of(chunk)` on put, removed on drop."""
+
+    def __init__(self, of: Callable[[Chunk], Any]) -> None:
+        super().__init__()
+        self._of = of
+
+    def put(self, chunk: Chunk) -> None:
+        self[chunk.id] = self._of(chunk)
+
+    def drop(self, chunk_id: str) -> None:
+        del self[chunk_id]
+
+
 class _Held:
-    """The chunks an instance holds and the delta protocol; subclasses keep their indexes in `_put`/`_drop`."""
+    """The chunks an instance holds and the delta protocol; subclasses name their indexes in `_indexes`, each
+    with `put(chunk)` and `drop(chunk_id)`, kept as attributes of those names and updated in order."""
 
     def __init__(self, corpus: Iterable[Chunk]) -> None:
         self._reset()
         self.add(corpus)
 
+    def _indexes(self) -> dict[str, Any]:
+        """Fresh, empty indexes by attribute name (none here)."""
+        return {}
+
     def _reset(self) -> None:
         self._chunks: dict[str, Chunk] = {}
+        self._held = self._indexes()
+        for name, index in self._held.items():
+            setattr(self, name, index)
 
     def _put(self, chunk: Chunk) -> None:
         self._chunks[chunk.id] = chunk
+        for index in self._held.values():
+            index.put(chunk)
 
     def _drop(self, chunk_id: str) -> None:
         del self._chunks[chunk_id]
+        for index in self._held.values():
+            index.drop(chunk_id)
 
     def add(self, chunks: Iterable[Chunk]) -> None:
         """Index `chunks`; an id already held is replaced (upsert)."""
@@ -244,33 +270,21 @@ class _Held:
 class _DenseHeld(_Held):
     """Held chunks with a dense index."""
 
-    def _reset(self) -> None:
-        super()._reset()
-        self._dense = _DenseIndex()
+    _dense: _DenseIndex
 
-    def _put(self, chunk: Chunk) -> None:
-        super()._put(chunk)
-        self._dense.put(chunk)
-
-    def _drop(self, chunk_id: str) -> None:
-        super()._drop(chunk_id)
-        self._dense.drop(chunk_id)
+    def _indexes(self) -> dict[str, Any]:
+        """The dense index."""
+        return {"_dense": _DenseIndex()}
 
 
 class _HybridHeld(_DenseHeld):
     """Held chunks with a dense and a BM25 index."""
 
-    def _reset(self) -> None:
-        super()._reset()
-        self._bm25 = _BM25Index()
+    _bm25: _BM25Index
 
-    def _put(self, chunk: Chunk) -> None:
-        super()._put(chunk)
-        self._bm25.put(chunk)
-
-    def _drop(self, chunk_id: str) -> None:
-        super()._drop(chunk_id)
-        self._bm25.drop(chunk_id)
+    def _indexes(self) -> dict[str, Any]:
+        """The dense and the BM25 index."""
+        return {**super()._indexes(), "_bm25": _BM25Index()}
 
 
 # -- 1. exact dense -----------------------------------------------------------------------------------------------
@@ -398,18 +412,11 @@ class PagedService(_Held):
     """
 
     PAGE_SIZE = 10
+    _bm25: _BM25Index
 
-    def _reset(self) -> None:
-        super()._reset()
-        self._bm25 = _BM25Index()
-
-    def _put(self, chunk: Chunk) -> None:
-        super()._put(chunk)
-        self._bm25.put(chunk)
-
-    def _drop(self, chunk_id: str) -> None:
-        super()._drop(chunk_id)
-        self._bm25.drop(chunk_id)
+    def _indexes(self) -> dict[str, Any]:
+        """The BM25 index."""
+        return {"_bm25": _BM25Index()}
 
     def search(self, query: str, *, offset: int = 0, limit: int = 10, filters: Filters | None = None) -> Scored:
         """One page of the ranked list: at most min(limit, 10) hits starting at `offset`."""
@@ -484,17 +491,12 @@ class ApproximateDense(_DenseHeld):
     NPROBE = 2
     ragmorph_twin = ExactDense
 
-    def _reset(self) -> None:
-        super()._reset()
-        self._bucket_of: dict[str, int] = {}
+    _bucket_of: _PerChunk
 
-    def _put(self, chunk: Chunk) -> None:
-        super()._put(chunk)
-        self._bucket_of[chunk.id] = int(np.argmax(_centroid_similarity(self._dense.counts[chunk.id])))
-
-    def _drop(self, chunk_id: str) -> None:
-        super()._drop(chunk_id)
-        del self._bucket_of[chunk_id]
+    def _indexes(self) -> dict[str, Any]:
+        """The dense index, then each chunk's bucket (read from its dense counts, put first)."""
+        bucket = _PerChunk(lambda chunk: int(np.argmax(_centroid_similarity(self._dense.counts[chunk.id]))))
+        return {**super()._indexes(), "_bucket_of": bucket}
 
     def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> Scored:
         """The top `k` by cosine among admitted chunks in the probed buckets."""
@@ -615,17 +617,11 @@ class OperatorStore(_DenseHeld):
     is a hit, so a call returns min(k, matched records).
     """
 
-    def _reset(self) -> None:
-        super()._reset()
-        self._records: dict[str, dict[str, Any]] = {}
+    _records: _PerChunk
 
-    def _put(self, chunk: Chunk) -> None:
-        super()._put(chunk)
-        self._records[chunk.id] = _record(chunk)
-
-    def _drop(self, chunk_id: str) -> None:
-        super()._drop(chunk_id)
-        del self._records[chunk_id]
+    def _indexes(self) -> dict[str, Any]:
+        """The dense index and each chunk's store record."""
+        return {**super()._indexes(), "_records": _PerChunk(_record)}
 
     def query(self, text: str, *, n: int, where: Mapping[str, Any] | None = None) -> Scored:
         """The store's native search: the `n` records matching `where` nearest to `text`."""

@@ -104,6 +104,7 @@ class CallCache:
         self.misses = 0
         # What a built instance declares, by retriever and corpus: read once, not rebuilt to be read again.
         self._capabilities: dict[tuple[str, str], Any] = {}
+        self._capabilities_by_name: dict[str, Any] = {}
         # `reuse` (a batch's cache, closed by its owner): base instances handed from one unit to the next (`park`).
         self.reuse = reuse
         self.builds = 0  # instances built by executors on this cache, or work that built some (`note_build`)
@@ -184,7 +185,7 @@ class CallCache:
     def learned(self, key: tuple[str, str], capabilities: Any) -> None:
         """Keep what an instance built for `key` declared."""
         self._capabilities[key] = capabilities
-        self._capabilities[(key[0], "")] = capabilities
+        self._capabilities_by_name[key[0]] = capabilities
 
     def capabilities_of(self, name: str) -> Any:
         """What an instance of retriever `name` built over any corpus declared; None when none was built.
@@ -192,7 +193,7 @@ class CallCache:
         A factory's product has the same methods whatever corpus it indexes, so an executor over a smaller corpus
         (shrinking) plans its edits by what the unit's instance showed before building one of its own.
         """
-        return self._capabilities.get((name, ""))
+        return self._capabilities_by_name.get(name)
 
     def note_build(self) -> None:
         """An instance of a retriever was built (or work that builds some ran): idle instances are not handed on."""
