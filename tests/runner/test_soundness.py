@@ -13,6 +13,7 @@ from ragmorph.runner import check
 from quality.zoo2.plain import PlainBM25, PlainBM25IgnoresReadd, PlainBM25TiesByIdDesc, PlainNFKCBM25
 from support.generators import worlds
 from support.reference_bm25 import ReferenceBM25
+from support.shapes import SHAPE_TRAITS, SHAPES
 
 _NESTED = [h for h in HealthCheck if h.name in {"nested_given", "too_slow", "data_too_large", "filter_too_much"}]
 
@@ -49,6 +50,14 @@ TRAITS = {
     "packed_bm25": ["lexical", "normalising"],
     "fresh_bm25": ["lexical", "normalising"],
 }
+
+
+# Correct retrievers of every other shape teams ship (tests/support/shapes.py): exact dense, RRF hybrids with the
+# filter inside each leg or on the fused list, normalised score fusion, a reranker over a fixed candidate pool, a
+# paged client, an approximate index with an exact twin, a store with an operator filter language, and a store
+# whose scores carry float noise; each with the traits its user would declare.
+CORRECT.update(SHAPES)
+TRAITS.update(SHAPE_TRAITS)
 
 
 def _hard_problems(report) -> list[str]:

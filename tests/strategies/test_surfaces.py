@@ -251,3 +251,19 @@ def test_filtered_equals_admitted_judges_only_where_the_calls_scores_show_one_li
     pooled_base = obs([("faq-1", 3.0), ("hr-1", 2.0)], k=100)
     pooled = filtered_equals_admitted(pooled_base, obs([("hr-1.v1", 2.5), ("hr-1", 2.0)], k=2, filters=handbook))
     assert not pooled.applicable and "ranked different candidates" in pooled.detail
+
+
+def test_repeat_identical_accepts_float_noise_swapping_tied_hits_and_nothing_else() -> None:
+    from ragmorph.strategies.repeat import _identical
+
+    first = obs([("hr-1", 0.36265925), ("faq-1", 0.36265924)], k=2)
+    # Noise in the last digits swaps two near-tied chunks, within the list or at the cut.
+    assert _identical(first, obs([("faq-1", 0.36265929), ("hr-1", 0.36265925)], k=2)).holds
+    assert _identical(obs([("hr-1", 0.36265925)], k=1), obs([("faq-1", 0.36265929)], k=1)).holds
+    # Bit-identical scores in another order: ties broken differently on a repeat, a state bug.
+    tied = obs([("hr-1", 0.5), ("faq-1", 0.5)], k=2)
+    assert not _identical(tied, obs([("faq-1", 0.5), ("hr-1", 0.5)], k=2)).holds
+    assert not _identical(obs([("hr-1", 0.5)], k=1), obs([("faq-1", 0.5)], k=1)).holds
+    # A score moving past the tolerance, or a chunk that was not tied, is a change.
+    assert not _identical(first, obs([("hr-1", 0.3627), ("faq-1", 0.36265924)], k=2)).holds
+    assert not _identical(first, obs([("hr-1", 0.36265925), ("it-1", 0.1)], k=2)).holds

@@ -673,15 +673,17 @@ SHAPES: dict[str, type] = {
 
 # What a user of each would honestly declare. Every delta recomputes exact statistics, so all have exact_deltas;
 # only the paged client is pure BM25 over casefolded \w+ tokens (lexical, and invariant to case, whitespace and
-# punctuation edits of the query); the dense legs match chunks sharing no word with the query.
+# punctuation edits of the query); the dense legs match chunks sharing no word with the query. Every shape whose
+# score of a chunk is a function of its content and the query is a single_list (two identical chunks tie; the
+# noisy store's noise stays within the tie tolerance); the RRF hybrids score ranks, so identical chunks differ.
 SHAPE_TRAITS: dict[str, list[str]] = {
-    "exact_dense": ["exact_deltas"],
+    "exact_dense": ["exact_deltas", "single_list"],
     "hybrid_rrf_prefilter": ["exact_deltas"],
     "hybrid_rrf_postfilter": ["exact_deltas"],
-    "hybrid_score_fusion": ["exact_deltas"],
-    "two_stage_rerank": ["exact_deltas"],
-    "paged_client": ["lexical", "normalising", "exact_deltas"],
-    "approximate_dense": ["approximate", "exact_deltas"],
-    "operator_store": ["exact_deltas"],
-    "noisy_score_store": ["exact_deltas"],
+    "hybrid_score_fusion": ["exact_deltas", "single_list"],
+    "two_stage_rerank": ["exact_deltas", "single_list"],
+    "paged_client": ["lexical", "normalising", "exact_deltas", "single_list"],
+    "approximate_dense": ["approximate", "exact_deltas", "single_list"],
+    "operator_store": ["exact_deltas", "single_list"],
+    "noisy_score_store": ["exact_deltas", "single_list"],
 }
