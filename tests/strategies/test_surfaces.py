@@ -263,7 +263,8 @@ def test_repeat_identical_accepts_float_noise_swapping_tied_hits_and_nothing_els
     # Bit-identical scores in another order: ties broken differently on a repeat, a state bug.
     tied = obs([("hr-1", 0.5), ("faq-1", 0.5)], k=2)
     assert not _identical(tied, obs([("faq-1", 0.5), ("hr-1", 0.5)], k=2)).holds
-    assert not _identical(obs([("hr-1", 0.5)], k=1), obs([("faq-1", 0.5)], k=1)).holds
+    # At the cut the displaced chunk may have moved by noise unseen: another chunk tied at the boundary passes.
+    assert _identical(obs([("hr-1", 0.5)], k=1), obs([("faq-1", 0.5)], k=1)).holds
     # A score moving past the tolerance, or a chunk that was not tied, is a change.
     assert not _identical(first, obs([("hr-1", 0.3627), ("faq-1", 0.36265924)], k=2)).holds
     assert not _identical(first, obs([("hr-1", 0.36265925), ("it-1", 0.1)], k=2)).holds
