@@ -29,8 +29,8 @@ so peak memory is that row's alone. Printed side by side:
   every process;
 - peak MB: the largest resident set of the calling process and of any worker, and per 1,000 chunks.
 
-    python tests/benchmarks/bench_scale.py            # 1k, 10k, 100k chunks (tens of minutes on 2 cores)
-    python tests/benchmarks/bench_scale.py --quick    # 1k and 10k chunks, one case, small budget (a few minutes)
+    python benchmarks/bench_scale.py            # 1k, 10k, 100k chunks (tens of minutes on 2 cores)
+    python benchmarks/bench_scale.py --quick    # 1k and 10k chunks, one case, small budget (a few minutes)
 
 Options: --sizes 1000,10000 --cases N --max-examples N --modes serial,jobs,ray --sleepy-modes ... --slots N
 --concurrency N --sleepy-cases N --strategies a,b --retrievers bm25,dense (which of BM25 and dense run; default both). Modes: serial, threads (--concurrency N), jobs (--jobs N), ray,

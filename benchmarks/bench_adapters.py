@@ -1,6 +1,6 @@
 """Benchmark: one-chunk add/remove deltas versus a full re-index, for BM25Retriever and DenseRetriever.
 
-Run: /tmp/venvprobe/bin/python tests/benchmarks/bench_adapters.py [--sizes 1000,100000] [--repeats 15]
+Run: python benchmarks/bench_adapters.py [--sizes 1000,100000] [--repeats 15]
 
 Targets: a delta at 100k chunks costs <= 2x a delta at 1k (it does not grow with the corpus), and >= 20x less
 than re-indexing 100k chunks. The dense re-index runs with a warm embedding cache (no text is embedded again),

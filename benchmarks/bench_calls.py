@@ -7,10 +7,10 @@ spent before adaptive budgets, whose few capped families drew 10-15) and with th
 (the report's own `summary.calls_by_retriever`: calls the retriever answered, cache hits excluded, shrinking and
 minimisation included).
 
-    python tests/benchmarks/bench_calls.py [--jobs 2] [--seed 0] [--worlds 6] [--zoo zoo,zoo2,correct]
+    python benchmarks/bench_calls.py [--jobs 2] [--seed 0] [--worlds 6] [--zoo zoo,zoo2,correct]
         [--budgets adaptive,full] [--demo] [--by-family]
 
-`--demo` adds the correct built-in retrievers (bm25 with its traits, dense) on the demo world, the figures README
+`--demo` adds the correct built-in retrievers (bm25 with its traits, dense) on the demo world, the figures docs/performance.md
 quotes; `--by-family` splits their calls per case by strategy family (where the calls go); `--budgets adaptive`
 skips the full budget's runs (half the time).
 
@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from quality.zoo2.bugs import ZOO2  # noqa: E402
 from ragmorph.adapters import BM25Retriever, DenseRetriever  # noqa: E402

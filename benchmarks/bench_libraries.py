@@ -1,6 +1,6 @@
 """What the default suite finds in real retrieval libraries: every integration over a built-in world and real text.
 
-    python tests/benchmarks/bench_libraries.py [--libraries faiss-flat,pgvector-hnsw] [--worlds demo,pydoc,scale]
+    python benchmarks/bench_libraries.py [--libraries faiss-flat,pgvector-hnsw] [--worlds demo,pydoc,scale]
                                                [--strategies tenancy,filters] [--max-examples 25] [--seed 0]
                                                [--json findings.json]
                                                [--reports DIR] [--markdown findings.json]
@@ -35,7 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import attrs  # noqa: E402
 
@@ -201,7 +201,7 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="write every figure as JSON here")
     parser.add_argument("--reports", type=Path, help="also write each run's full JSON report into this folder")
     parser.add_argument("--markdown", type=Path, nargs="+", metavar="FINDINGS_JSON",
-                        help="print the findings of earlier --json runs (merged) as README's Markdown table, run nothing")
+                        help="print the findings of earlier --json runs (merged) as the Markdown table of docs/findings.md, run nothing")
     args = parser.parse_args()
     if args.markdown:
         print(markdown(merged([json.loads(path.read_text(encoding="utf-8")) for path in args.markdown])))
@@ -287,7 +287,7 @@ def _hard_text(summary: dict[str, Any]) -> str:
 
 
 def markdown(findings: dict[str, Any]) -> str:
-    """README's table: per library, hard failures per world with minimal sizes, approximate rates, seconds."""
+    """The table of docs/findings.md: per library, hard failures per world with minimal sizes, approximate rates, seconds."""
     worlds = list(findings["worlds"])
     head = ["library", "versions"] + [f"hard failures, {w}" for w in worlds] + [
         "approximate: recall vs exact, exact-search relations below 100%", "seconds"]

@@ -1,7 +1,7 @@
 """Pre-commit speed: `ragmorph run` on the `ragmorph init` sample under the default and smoke profiles, serially
 and with `--jobs 2`, each as a user runs it (a fresh process, interpreter start-up included).
 
-    python tests/benchmarks/bench_profiles.py [repeats]
+    python benchmarks/bench_profiles.py [repeats]
 
 Prints the best and median wall time of each variant and its speed-up against the default serial run, measured
 alternately in the same run so machine load hits every variant alike.

@@ -6,7 +6,7 @@ Target: the runner's own share stays under 10%. Freeing a 10,000-chunk index tak
 `__del__` frees it inside its own timer (and the line "index teardown" shows how much that was), since the
 runner can only drop its reference.
 
-    /tmp/venvprobe/bin/python tests/benchmarks/bench_runner.py [chunks] [cases]
+    python benchmarks/bench_runner.py [chunks] [cases]
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ Worlds: `ragmorph.worlds.generate` (word lists + one seeded random.Random) again
 design rejects, a Faker call per chunk (`fake.paragraph()`), timed on a sample and extrapolated per chunk.
 Reports: HTML and JUnit rendering of a report with many results against plain `json.dumps` of the same dict.
 
-    /tmp/venvprobe/bin/python tests/benchmarks/bench_worlds.py              # up to 100,000 chunks
-    /tmp/venvprobe/bin/python tests/benchmarks/bench_worlds.py --quick      # up to 10,000 chunks
+    python benchmarks/bench_worlds.py              # up to 100,000 chunks
+    python benchmarks/bench_worlds.py --quick      # up to 10,000 chunks
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from faker import Faker
 from ragmorph.reporting import render_html, render_report, write_junit
 from ragmorph.worlds import generate
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from support.report_samples import sample_report  # noqa: E402
 
 

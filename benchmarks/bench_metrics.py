@@ -8,9 +8,9 @@ separately, then the full input is timed warm. Means are printed side by side to
 ragmorph is timed twice: with its compiled kernel (the default when it was built) and with the numpy path
 that runs where no C compiler was at install time; the targets are checked against the default.
 
-    python tests/benchmarks/bench_metrics.py --repeat 3   # 100,000 rankings, best of three per tool
-    python tests/benchmarks/bench_metrics.py --fresh-ids  # ids laid out as when parsed from TREC files
-    python tests/benchmarks/bench_metrics.py --n 10000    # a quick run
+    python benchmarks/bench_metrics.py --repeat 3   # 100,000 rankings, best of three per tool
+    python benchmarks/bench_metrics.py --fresh-ids  # ids laid out as when parsed from TREC files
+    python benchmarks/bench_metrics.py --n 10000    # a quick run
 """
 
 from __future__ import annotations

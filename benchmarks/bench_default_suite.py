@@ -5,7 +5,7 @@ dense retrievers, alternating the whole default suite and the default suite with
 odd_query, state and lifecycle families (the suite before issue 10), `repeats` times each, and prints the best
 and median wall times and their ratio (target: within 1.5x):
 
-    python tests/benchmarks/bench_default_suite.py 3
+    python benchmarks/bench_default_suite.py 3
 """
 
 from __future__ import annotations
