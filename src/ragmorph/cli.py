@@ -780,7 +780,7 @@ ragmorph_suite = suite()
 
 _CONFIG_TEMPLATE = '''\
 # ragmorph config: `ragmorph run` runs it, `pytest test_ragmorph.py` reads it. Paths are relative to this file.
-# Command-line options override these keys. Reference: README, section "Config file".
+# Command-line options override these keys. Reference: ragmorph docs, docs/reference/configuration.md.
 
 corpus = "{corpus}"
 cases = "{cases}"
