@@ -511,10 +511,9 @@ def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 # ------------------------------------------------------------------------------------------------- replay
 
 
-def _critical_tags(values: Sequence[str] | None) -> tuple[str, ...]:
-    from .compare import CRITICAL_TAG
-
-    return tuple(dict.fromkeys(values)) if values else (CRITICAL_TAG,)
+def _critical_tags(values: Sequence[str] | None) -> tuple[str, ...] | None:
+    # None: the default tag, which no case need carry; a tag the user names must be carried by some case.
+    return tuple(dict.fromkeys(values)) if values else None
 
 
 def _comparison_of(
@@ -523,11 +522,17 @@ def _comparison_of(
 ) -> dict[str, Any]:
     from .compare import compare_reports
 
-    return compare_reports(
-        baseline, candidate, cases, corpus_fingerprint=corpus.fingerprint, critical_tags=_critical_tags(args.critical),
-        alpha=args.alpha, permutations=args.permutations, seed=args.seed or 0,
-        gate=list(args.gate) if args.gate else None, sources=sources,
-    )
+    try:
+        return compare_reports(
+            baseline, candidate, cases, corpus_fingerprint=corpus.fingerprint, critical_tags=_critical_tags(args.critical),
+            alpha=args.alpha, permutations=args.permutations, seed=args.seed or 0,
+            gate=list(args.gate) if args.gate else None, sources=sources,
+        )
+    except InputError as error:
+        # A value of the saved baseline report: name the file it came from.
+        if error.file is None and (error.field or "").startswith("baseline.") and args.baseline.endswith(".json"):
+            raise error.at(file=args.baseline) from None
+        raise
 
 
 def command_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

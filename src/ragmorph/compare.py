@@ -4,7 +4,7 @@ Both sides are "ragmorph.report/1" dicts (a saved report or a fresh `check()` ru
 comparison pairs them case by case: metric deltas at every k, evidence groups lost and gained, new and fixed
 violations, and a paired randomisation test per metric (sign flips of the per-query differences, as ranx's
 `compare(stat_test="fisher")` and trec_eval users expect), Holm-adjusted across metrics. The result is the
-"ragmorph.compare/1" dict that `ragmorph.reporting` renders; its exit code gates CI.
+"ragmorph.compare/1" dict that `ragmorph.reporting` renders; its exit code (errors.ExitCode) gates CI.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InputError, UsageError, describe
+from .errors import ExitCode, InputError, UsageError, describe
 from .metrics import GOVERNANCE_MEASURES, parse_metric
 from .model import Case
 
@@ -32,7 +32,8 @@ __all__ = [
 
 COMPARE_SCHEMA = "ragmorph.compare/1"
 CRITICAL_TAG = "critical"
-EXIT_NO_REGRESSION, EXIT_REGRESSION = 0, 1
+# Aliases of the one definition (errors.ExitCode): a regression is a violation of the comparison's gate.
+EXIT_NO_REGRESSION, EXIT_REGRESSION = ExitCode.OK, ExitCode.VIOLATIONS
 # Sign vectors enumerated exactly up to this many queries (2**14 = 16,384 mean differences); Monte Carlo above.
 _EXACT_QUERIES = 14
 _BATCH = 2048
@@ -184,6 +185,56 @@ def _statuses(report: Mapping[str, Any], retriever: str) -> dict[tuple[str, str]
     return {(row["case"], row["relation"]): row["status"] for row in report.get("results", ()) if row["retriever"] == retriever}
 
 
+def _errors(report: Mapping[str, Any], retriever: str) -> dict[str, str]:
+    """Case id -> the first reason the retriever errored on it (its base query or any relation)."""
+    found: dict[str, str] = {}
+    for row in report.get("results", ()):
+        if row["retriever"] == retriever and row["status"] == "error":
+            found.setdefault(row["case"], str(row.get("reason") or "the retriever raised"))
+    return found
+
+
+def _critical(critical_tags: Iterable[str] | None, cases: Sequence[Case]) -> set[str]:
+    """The critical tags; each one named explicitly must be carried by some case (a misspelt tag gates nothing)."""
+    if critical_tags is None:
+        return {CRITICAL_TAG}  # the default tag may be absent: then no case is critical, as documented
+    tags = (critical_tags,) if isinstance(critical_tags, str) else tuple(critical_tags)
+    if not tags or any(not isinstance(tag, str) or not tag for tag in tags):
+        raise UsageError(f"expected critical tags as non-empty strings, got critical_tags={describe(tags)}")
+    carried = {tag for case in cases for tag in case.tags}
+    unknown = sorted(set(tags) - carried)
+    if unknown:
+        shown = ", ".join(sorted(carried)[:12]) or "none"
+        raise UsageError(
+            f"expected critical tags that some case carries (tags in the cases: {shown}), got {', '.join(map(repr, unknown))}: "
+            "no case would be critical, so a lost case could not fail the comparison; check the spelling"
+        )
+    return set(tags)
+
+
+def _values(query: Mapping[str, Any], side: str, retriever: str, case: str) -> dict[str, float | None]:
+    """A side's metric values for one case, each name canonical and each value a number within its metric's range."""
+    checked: dict[str, float | None] = {}
+    for name, value in query["metrics"].items():
+        field = f"{side}.queries.{retriever}.{case}.metrics.{name}"
+        try:
+            metric = parse_metric(name)
+        except UsageError as error:
+            raise InputError(f"expected a metric name such as 'nDCG@10', got {name!r}: {error}", field=field) from None
+        if value is None:
+            checked[name] = None
+            continue
+        low, high = metric.bounds
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+            raise InputError(
+                f"expected None or a number in [{low:g}, {high:g}] for {metric}, got {describe(value)}; "
+                "was the report edited? write it again with `ragmorph run ... --json FILE`",
+                field=field,
+            )
+        checked[name] = float(value)
+    return checked
+
+
 def compare_reports(
     baseline: Mapping[str, Any],
     candidate: Mapping[str, Any],
@@ -192,7 +243,7 @@ def compare_reports(
     corpus_fingerprint: str | None = None,
     baseline_retriever: str | None = None,
     candidate_retriever: str | None = None,
-    critical_tags: Iterable[str] = (CRITICAL_TAG,),
+    critical_tags: Iterable[str] | None = None,
     alpha: float = 0.05,
     permutations: int = 10_000,
     seed: int = 0,
@@ -202,12 +253,18 @@ def compare_reports(
     """Pair `candidate` with `baseline` case by case and return the "ragmorph.compare/1" dict.
 
     Refuses (InputError) reports over different corpus or cases fingerprints, or a `corpus_fingerprint` that
-    neither matches. A case is *critical* when it carries one of `critical_tags`; a critical case is *lost* when
-    the candidate no longer covers an evidence group the baseline covered at some k, supports fewer claims, or
-    breaks a hard relation the baseline kept. The exit code is 1 on a lost critical case or on a *gated* metric
-    that got significantly worse (Holm-adjusted p < `alpha` over the gated metrics), else 0. `gate` names the
-    gated metrics (default: GroupR, nDCG, ClaimR and Unauthorized at the largest shared k, where measured); every
-    other metric is reported with its raw p-value and decides nothing.
+    neither matches, and metric values outside their metric's range. A case is *critical* when it carries one of
+    `critical_tags` (default: the tag "critical"; a tag named explicitly that no case carries is a UsageError); a
+    critical case is *lost* when the candidate no longer covers an evidence group the baseline covered at some k,
+    supports fewer claims, or breaks a hard relation the baseline kept.
+
+    A case has *no verdict* when the candidate's retriever errored on its query (no ranking to pair), when the
+    baseline has no ranking for a critical case, or when the candidate errored on any relation of a critical case;
+    a case only the baseline could not rank, and that is not critical, is listed as unpaired and decides nothing.
+    The exit code (errors.ExitCode) is 1 on a lost critical case or on a *gated* metric that got significantly
+    worse (Holm-adjusted p < `alpha` over the gated metrics); else 3 when some case has no verdict; else 0.
+    `gate` names the gated metrics (default: GroupR, nDCG, ClaimR and Unauthorized at the largest shared k, where
+    measured); every other metric is reported with its raw p-value and decides nothing.
     """
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 < alpha < 1.0:
         raise UsageError(f"expected alpha in (0, 1), got alpha={describe(alpha)}")
@@ -216,7 +273,7 @@ def compare_reports(
     _fingerprints(baseline, candidate, corpus_fingerprint)
     base_name = _single_retriever(baseline, "baseline", baseline_retriever)
     cand_name = _single_retriever(candidate, "candidate", candidate_retriever)
-    critical = set(critical_tags)
+    critical = _critical(critical_tags, cases)
     base_queries, cand_queries = baseline["queries"][base_name], candidate["queries"][cand_name]
     ks = sorted(set(baseline["manifest"]["settings"]["ks"]) & set(candidate["manifest"]["settings"]["ks"]))
     if not ks:
@@ -232,18 +289,35 @@ def compare_reports(
     fixed_by_case: dict[str, list[dict[str, Any]]] = {}
     for violation in fixed:
         fixed_by_case.setdefault(violation["case"], []).append(violation)
+    base_errors, cand_errors = _errors(baseline, base_name), _errors(candidate, cand_name)
     paired: dict[str, list[tuple[float, float]]] = {}
     rows = []
+    # Cases without a pair, and cases on which retriever errors leave the comparison without a verdict (exit 3):
+    # an errored case must never read as "no regression".
+    unpaired: list[dict[str, Any]] = []
+    no_verdict: list[dict[str, Any]] = []
     for case in cases:
+        is_critical = not critical.isdisjoint(case.tags)
         base, cand = base_queries.get(case.id), cand_queries.get(case.id)
         if base is None or cand is None:
-            continue  # the retriever errored on this case on one side: no pair (its error rows say why)
+            side, errors = ("candidate", cand_errors) if cand is None else ("baseline", base_errors)
+            reason = errors.get(case.id, "no ranking for this case in the report (the run did not reach it)")
+            entry = {"case": case.id, "critical": is_critical, "side": side, "reason": reason}
+            unpaired.append(entry)
+            if side == "candidate" or is_critical:
+                no_verdict.append(entry)
+            continue
+        if is_critical and case.id in cand_errors:
+            # The ranking pairs, but a hard relation the candidate could not run may be the one it now breaks.
+            no_verdict.append({"case": case.id, "critical": True, "side": "candidate", "reason": cand_errors[case.id]})
+        base_values = _values(base, "baseline", base_name, case.id)
+        cand_values = _values(cand, "candidate", cand_name, case.id)
         deltas: dict[str, dict[str, float | None]] = {}
-        for name in sorted(set(base["metrics"]) & set(cand["metrics"]), key=_metric_key):
+        for name in sorted(set(base_values) & set(cand_values), key=_metric_key):
             metric = parse_metric(name)
             if metric.k is not None and metric.k not in ks:
                 continue
-            before, after = base["metrics"][name], cand["metrics"][name]
+            before, after = base_values[name], cand_values[name]
             if before is not None and after is not None:
                 paired.setdefault(name, []).append((float(before), float(after)))
             if before != after:
@@ -265,7 +339,6 @@ def compare_reports(
             for name, change in deltas.items()
         )
         case_new, case_fixed = new_by_case.get(case.id, []), fixed_by_case.get(case.id, [])
-        is_critical = not critical.isdisjoint(case.tags)
         new_hard = any(v["severity"] == "hard" for v in case_new)
         rows.append(
             {
@@ -325,7 +398,8 @@ def compare_reports(
         )
     lost_critical = [row["case"] for row in rows if row["critical"] and row["lost"]]
     regressions = [t["metric"] for t in tests if t["verdict"] == "regression" and t["gate"]]
-    exit_code = EXIT_REGRESSION if lost_critical or regressions else EXIT_NO_REGRESSION
+    # As a run's exit code: a violation (here a regression) first, then errors that prevented a verdict.
+    exit_code = ExitCode.VIOLATIONS if lost_critical or regressions else ExitCode.ERRORS if no_verdict else ExitCode.OK
     sources = dict(sources or {})
     return {
         "schema": COMPARE_SCHEMA,
@@ -349,9 +423,12 @@ def compare_reports(
         "queries": rows,
         "violations": {"new": new, "fixed": fixed},
         "lost_critical": lost_critical,
+        "unpaired": unpaired,
+        "no_verdict": no_verdict,
         "summary": {
             "queries": len(rows),
-            "unpaired": len(cases) - len(rows),
+            "unpaired": len(unpaired),
+            "no_verdict": len(no_verdict),
             "regressions": len(regressions),
             "regressed_metrics": regressions,
             "improvements": sum(1 for t in tests if t["verdict"] == "improvement" and t["gate"]),
@@ -359,7 +436,7 @@ def compare_reports(
             "lost_critical": len(lost_critical),
             "new_violations": len(new),
             "fixed_violations": len(fixed),
-            "exit_code": exit_code,
+            "exit_code": int(exit_code),
         },
     }
 

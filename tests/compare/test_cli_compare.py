@@ -69,10 +69,15 @@ def test_compare_against_a_saved_report_fails_on_the_lost_critical_case(files, c
     assert data["lost_critical"] == [files["critical"]]
     assert data["manifest"]["baseline"]["source"].startswith("report ")
     assert (folder / "c.html").read_text().count("<svg") == 1
-    # Naming another tag critical moves the gate: the forgotten case is no longer critical.
+    # Naming another tag critical moves the gate: the forgotten case (no 'hr' tag) is no longer critical.
+    code = main(["compare", "--baseline", str(base), "--candidate", f"{files['adapter']}:factory", *_common(files),
+                 "--critical", "hr"])
+    assert code == EXIT_OK, capsys.readouterr().out
+    # A tag no case carries would make no case critical: a usage error, not a silent pass.
     code = main(["compare", "--baseline", str(base), "--candidate", f"{files['adapter']}:factory", *_common(files),
                  "--critical", "no-such-tag"])
-    assert code == EXIT_OK, capsys.readouterr().out
+    err = capsys.readouterr().err
+    assert code == EXIT_USAGE and "'no-such-tag'" in err and "Traceback" not in err
 
 
 def test_run_with_a_baseline_prints_the_comparison_and_gates(files, capsys) -> None:

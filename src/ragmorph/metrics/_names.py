@@ -338,6 +338,14 @@ class Metric:
         """The registry entry of this metric's measure."""
         return MEASURES[self.measure]
 
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """The closed range of one query's value: counts in the top k for governance measures, else [0, 1]."""
+        # Readers of saved reports check values against it: a hostile 1e308 would otherwise overflow a mean.
+        if self.measure in GOVERNANCE_MEASURES:
+            return (0.0, float(self.k if self.k is not None else 0))
+        return (0.0, 1.0)
+
 
 def parse_metric(text: str | Metric) -> Metric:
     """Parse a metric name like `P@5`, `nDCG@10`, `ClaimR(judge=embedding)@5` or `EmptyOK` (case-insensitive).

@@ -21,7 +21,11 @@ from ._common import xml_text as _xml
 
 __all__ = ["comparison_html", "delta_chart", "headline_metric", "render_comparison", "write_comparison"]
 
-_EXIT = {0: "no regression", 1: "regression: a lost critical case or a significantly worse metric"}
+_EXIT = {
+    0: "no regression",
+    1: "regression: a lost critical case or a significantly worse metric",
+    3: "retriever errors prevented a verdict",
+}
 
 
 def _p(value: Any) -> str:
@@ -100,6 +104,11 @@ def render_comparison(data: Mapping[str, Any], *, max_queries: int | None = 10) 
     )
     if data.get("lost_critical"):
         lines += ["", f"LOST CRITICAL CASES: {', '.join(data['lost_critical'])}"]
+    blocking = list(data.get("no_verdict", ()))
+    for entry in blocking + [e for e in data.get("unpaired", ()) if e not in blocking]:
+        verdict = "NO VERDICT" if entry in blocking else "unpaired"
+        lines.append(f"{verdict} on {'critical case ' if entry['critical'] else ''}{entry['case']}: the {entry['side']} "
+                     f"errored ({snippet(entry['reason'], 90)})")
     if queries:
         lines += ["", "per query (critical first):"]
         shown = queries if max_queries is None else queries[:max_queries]
@@ -259,6 +268,12 @@ def _junit(data: Mapping[str, Any]) -> ET.ElementTree:
             ET.SubElement(case, "failure", message=_xml(f"critical case {row['case']} lost evidence"), type="lost_critical").text = (
                 _xml("\n".join(_lost_lines(row)))
             )
+    for entry in data.get("no_verdict", ()):
+        case = ET.SubElement(suite, "testcase", classname="ragmorph.compare.no_verdict", name=_xml(entry["case"]), time="0")
+        counts["tests"] += 1
+        counts["errors"] = counts.get("errors", 0) + 1
+        ET.SubElement(case, "error", message=_xml(f"no verdict on {entry['case']}: the {entry['side']} errored"),
+                      type="retriever_error").text = _xml(entry["reason"])
     for key, value in counts.items():
         suite.set(key, str(value))
         root.set(key, str(value))
