@@ -152,3 +152,18 @@ def test_a_delta_equals_a_rebuild(delta: tuple[Corpus, list[str], list[Chunk], s
             k = max(1, len(edited))
             assert_same_up_to_ties(patched.retrieve(query, k=k, filters=filters),
                                    rebuilt.retrieve(query, k=k, filters=filters))
+
+
+def test_chroma_compares_a_float_with_integers_by_truncating_it_so_floats_are_stored_as_text() -> None:
+    # Pins a bug of the installed chromadb that ChromaRetriever avoids by storing floats as JSON text: a native
+    # `$eq: 0.9` admits the integer 0, and `$eq: 1.0` the integer 1. A user's own adapter passing floats to
+    # `where` meets it; when this test fails, chromadb has fixed it.
+    collection = chromadb.EphemeralClient().create_collection("float-compare")
+    collection.add(ids=["zero", "half"], documents=["a", "b"], metadatas=[{"p": 0}, {"p": 0.5}],
+                   embeddings=[[1.0, 0.0], [1.0, 0.0]])
+    assert sorted(collection.get(where={"p": {"$eq": 0.5}})["ids"]) == ["half", "zero"]
+    assert collection.get(where={"p": {"$eq": 0.9}})["ids"] == ["zero"]
+    corpus = Corpus([Chunk("zero", "leave", metadata={"p": 0}), Chunk("half", "leave", metadata={"p": 0.5})])
+    with ChromaRetriever(corpus) as retriever:
+        assert [h.id for h in retriever.retrieve("leave", k=2, filters=Filters(metadata={"p": 0.5}))] == ["half"]
+        assert retriever.retrieve("leave", k=2, filters=Filters(metadata={"p": 0.9})) == ()

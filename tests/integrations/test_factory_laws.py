@@ -236,3 +236,14 @@ def test_metadata_keys_with_path_characters_filter_exactly(name: str) -> None:
         for key, value in odd.items():
             hits = retriever.retrieve("leave policy", k=3, filters=Filters(metadata={key: value}))
             assert [h.id for h in hits] == ["odd"], (key, hits)
+
+
+@pytest.mark.parametrize("name", LEAK_FREE)
+def test_metadata_values_filter_by_json_type(name: str) -> None:
+    # true, 1, 1.0 and "1" are four JSON values; Python's == merges the first three, and so may a native filter.
+    values = {"bool": True, "int": 1, "float": 1.0, "str": "1", "zero": 0, "false": False, "half": 0.5}
+    corpus = Corpus([Chunk(name_, "leave policy", metadata={"pinned": value}) for name_, value in values.items()])
+    with BUILDERS[name](corpus) as retriever:
+        for expected, value in values.items():
+            hits = retriever.retrieve("leave policy", k=len(values), filters=Filters(metadata={"pinned": value}))
+            assert [h.id for h in hits] == [expected], (value, hits)

@@ -50,9 +50,9 @@ def test_chunk_metadata_is_flat_and_none_free() -> None:
 
 @pytest.mark.parametrize(
     ("value", "encoded"),
-    [("a", "a"), (3, 3), (2.5, 2.5), (True, "json:true"), (2**70, f"json:{2**70}"), ("json:x", 'json:"json:x"')],
+    [("a", "a"), (3, 3), (2.5, "json:2.5"), (1.0, "json:1.0"), (True, "json:true"), (2**70, f"json:{2**70}"), ("json:x", 'json:"json:x"')],
 )
-def test_encode_value_keeps_scalars_and_json_encodes_the_rest(value: object, encoded: object) -> None:
+def test_encode_value_keeps_strings_and_integers_and_json_encodes_the_rest(value: object, encoded: object) -> None:
     assert encode_value(value) == encoded
     assert type(encode_value(value)) is type(encoded)
 

@@ -59,10 +59,11 @@ def test_filters_are_sql_on_the_chunk_columns() -> None:
     assert where_sql(None) == ("", []) and where_sql(Filters()) == ("", [])
     clause, parameters = where_sql(Filters(tenant="acme", current_only=True, metadata={"lang": "en", "n": [1]}))
     assert clause == (
-        "WHERE (tenant = %s OR tenant IS NULL) AND superseded_by IS NULL AND metadata -> %s = %s::jsonb "
-        "AND metadata -> %s = %s::jsonb"
+        "WHERE (tenant = %s OR tenant IS NULL) AND superseded_by IS NULL "
+        "AND metadata -> %s = %s::jsonb AND (metadata -> %s)::text = (%s::jsonb)::text "
+        "AND metadata -> %s = %s::jsonb AND (metadata -> %s)::text = (%s::jsonb)::text"
     )
-    assert parameters == ["acme", "lang", '"en"', "n", "[1]"]
+    assert parameters == ["acme", "lang", '"en"', "lang", '"en"', "n", "[1]", "n", "[1]"]
 
 
 def test_the_hnsw_index_is_what_postgresql_searches_when_told_to_use_it() -> None:

@@ -22,7 +22,7 @@ def test_payload_filter_is_a_qdrant_filter_over_the_payload() -> None:
             models.FieldCondition(key="tenant", match=models.MatchAny(any=["acme", ""])),
             models.FieldCondition(key="superseded_by", match=models.MatchValue(value="")),
             models.FieldCondition(key='meta."lang"', match=models.MatchValue(value="en")),
-            models.FieldCondition(key='meta."w"', range=models.Range(gte=0.5, lte=0.5)),
+            models.FieldCondition(key='meta."w"', match=models.MatchValue(value="json:0.5")),
         ]
     )
 

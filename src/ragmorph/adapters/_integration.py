@@ -103,15 +103,16 @@ def check_id_key(id_key: Any) -> str:
 JSON_MARKER = "json:"
 
 
-def encode_value(value: Any) -> str | int | float:
+def encode_value(value: Any) -> str | int:
     """A user metadata value as a scalar every vector store accepts, one-to-one: strings as they are (unless they
-    start with JSON_MARKER), numbers as they are, anything else as JSON_MARKER + canonical JSON text."""
+    start with JSON_MARKER), int64 integers as they are, anything else (floats included) as JSON_MARKER +
+    canonical JSON text."""
     if isinstance(value, str) and not value.startswith(JSON_MARKER):
         return value
     if isinstance(value, int) and not isinstance(value, bool) and -_INT64 <= value < _INT64:
         return value
-    if isinstance(value, float):
-        return value
+    # Floats are text because stores compare numbers across types: Chroma, Qdrant and Haystack match 1.0 against
+    # the integer 1, and chromadb 1.5 matches `$eq: 0.5` against the integer 0. JSON holds them apart.
     return JSON_MARKER + json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
@@ -127,9 +128,9 @@ def escape_key(key: str, special: str) -> str:
     return escaped
 
 
-def chunk_metadata(chunk: Chunk, *, id_key: str = "id") -> dict[str, str | int | float]:
+def chunk_metadata(chunk: Chunk, *, id_key: str = "id") -> dict[str, str | int]:
     """The flat, None-free metadata dict that carries `chunk`'s fields into a library document."""
-    fields: dict[str, str | int | float] = {
+    fields: dict[str, str | int] = {
         id_key: chunk.id,
         "source": chunk.source or "",
         "tenant": chunk.tenant or SHARED,

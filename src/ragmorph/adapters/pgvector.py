@@ -9,8 +9,8 @@ Needs the extra ``ragmorph[pgvector]`` (psycopg) and a PostgreSQL server with th
   block, or when garbage collected.
 - A search is one statement: ``SELECT id, -(embedding <#> q) FROM t WHERE <filters> ORDER BY embedding <#> q
   LIMIT k``. Filters are SQL: ``(tenant = %s OR tenant IS NULL)``, ``superseded_by IS NULL``, and
-  ``metadata -> key = value::jsonb`` per constraint; PostgreSQL applies them, so with an HNSW index the
-  planner's choices (index scan, then filter) are what ragmorph tests. ``post_filter=True`` runs the statement
+  ``metadata -> key = value::jsonb`` with equal text per constraint (so 1.0 is not 1); PostgreSQL applies
+  them, so with an HNSW index the planner's choices (index scan, then filter) are what ragmorph tests. ``post_filter=True`` runs the statement
   without the WHERE clause and lets ragmorph filter instead (declared, so filter relations do not apply).
 - Scores are inner products (``<#>`` is their negation) of the embedder's L2-normalised rows: the cosine, and 0
   for a text without tokens (pgvector's cosine distance would be NaN there).
@@ -70,8 +70,10 @@ def where_sql(filters: Filters | None) -> tuple[str, list[Any]]:
     if filters.current_only:
         clauses.append("superseded_by IS NULL")
     for key, value in filters.metadata.items():
-        clauses.append("metadata -> %s = %s::jsonb")
-        parameters.extend([key, json.dumps(value, sort_keys=True, default=str)])
+        encoded = json.dumps(value, sort_keys=True, default=str)
+        # jsonb `=` compares numbers by value (1 = 1.0); their text keeps the scale, so 1.0 stays apart from 1.
+        clauses.append("metadata -> %s = %s::jsonb AND (metadata -> %s)::text = (%s::jsonb)::text")
+        parameters.extend([key, encoded, key, encoded])
     return "WHERE " + " AND ".join(clauses), parameters
 
 

@@ -11,7 +11,7 @@ a ``with`` block, or when garbage collected.
 - Vectors: the embedder's L2-normalised rows with ``Distance.DOT``, so the score is the cosine (0 for a text
   without tokens).
 - Filters: a payload `Filter` built by `payload_filter` (``MatchAny`` on the tenant and ``""``, ``MatchValue``
-  for currency and each metadata value, a ``Range`` for a float), passed as ``query_filter``: Qdrant filters.
+  for currency and each metadata value, floats as JSON text), passed as ``query_filter``: Qdrant filters.
   ``post_filter=True`` lets ragmorph filter instead (declared, so filter relations do not apply).
 - `add` / `remove` are ``upsert`` / ``delete``.
 """
@@ -68,12 +68,8 @@ def payload_filter(filters: Filters | None) -> Any:
     if filters.current_only:
         must.append(models.FieldCondition(key="superseded_by", match=models.MatchValue(value=CURRENT)))
     for key, value in filters.metadata.items():
-        encoded = encode_value(value)
         path = f'meta."{_key(key)}"'
-        if isinstance(encoded, float):
-            must.append(models.FieldCondition(key=path, range=models.Range(gte=encoded, lte=encoded)))
-        else:
-            must.append(models.FieldCondition(key=path, match=models.MatchValue(value=encoded)))
+        must.append(models.FieldCondition(key=path, match=models.MatchValue(value=encode_value(value))))
     return models.Filter(must=must)
 
 
