@@ -1,6 +1,6 @@
 """Print, per bug of the zoo, whether ragmorph's default suite detects it and what finding and shrinking cost.
 
-Run: /tmp/venvprobe/bin/python tests/quality/zoo_report.py [--cases q01,q02,q05] [--seed 0] [member ...]
+Run: python tests/quality/zoo_report.py [--cases q01,q02,q05] [--seed 0] [member ...]
 Columns: detected (a hard relation failed; "error" when only retriever errors were reported), the relations
 that failed, retriever calls to the first violation (the calls its unit asked for, cache hits included),
 calls spent shrinking it (perturbation and corpus), and the size of its minimal corpus ("*" when that corpus

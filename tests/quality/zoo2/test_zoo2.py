@@ -3,7 +3,7 @@ shrinks to a small world; the correct user-style retrievers fail none.
 
 Each member runs check() with default settings except `strategies`, restricted to the families that catch it
 (so the whole file stays well under two minutes), on three cases of the demo world. The full default suite on
-all twelve cases is tests/quality/zoo2/zoo2_report.py; its table is in tests/quality/FINDINGS.md.
+all twelve cases is tests/quality/zoo2/zoo2_report.py; its table is in docs/bug-zoo.md.
 """
 
 from __future__ import annotations
