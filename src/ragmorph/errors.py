@@ -48,10 +48,9 @@ _EXIT_MEANINGS = {
 
 def describe(value: Any, limit: int = 80) -> str:
     """Render a received value as `repr (type)`, cut to `limit` characters, for error messages."""
-    text = repr(value)
-    if len(text) > limit:
-        text = text[: limit - 3] + "..."
-    return f"{text} ({type(value).__name__})"
+    from .secrets import clip  # same layer; masked before the cut, or a cut secret's prefix would show
+
+    return f"{clip(repr(value), limit)} ({type(value).__name__})"
 
 
 class RagmorphError(Exception):

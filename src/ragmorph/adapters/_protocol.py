@@ -8,6 +8,7 @@ from typing import Any, Protocol, Union, runtime_checkable
 
 from ..errors import InvalidResponse
 from ..model import Chunk, Corpus, Filters, Hit
+from ..secrets import clip
 
 __all__ = [
     "AsyncRetriever",
@@ -121,8 +122,7 @@ Factory = Callable[[Corpus], Retriever]
 
 def excerpt(value: Any, limit: int = 200) -> str:
     """A short printable excerpt of a retriever response, for error messages."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return clip(repr(value), limit)  # masked before the cut: a cut secret would no longer match its mask
 
 
 def _one_hit(raw: Any, rank: int, query: str, response: Any) -> Hit:

@@ -10,6 +10,7 @@ from typing import Any, Literal
 import attrs
 
 from ..errors import UsageError, describe
+from ..secrets import clip
 from .function import positional_arity
 
 __all__ = [
@@ -298,5 +299,5 @@ def display_name(obj: object) -> str:
         qualname = getattr(target, "__qualname__", getattr(target, "__name__", repr(target)))
         return f"{module}:{qualname}" if module else str(qualname)
     # Memory addresses differ on every run: reports of the same run must not.
-    text = _ADDRESS.sub("", repr(obj))
-    return text if len(text) <= 80 else text[:77] + "..."
+    # Masked before the cut (a Configured repr holds its options): a cut secret's prefix would show.
+    return clip(_ADDRESS.sub("", repr(obj)), 80)

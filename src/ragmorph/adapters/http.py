@@ -24,7 +24,8 @@ body is the list itself; a numeric part indexes a list, e.g. ``"results.0.hits"`
 when the endpoint does not answer within `timeout` seconds, `RetrieverFailed` for connection errors and HTTP
 status >= 400, `InvalidResponse` for a body that is not JSON or lacks the mapped fields.
 
-**Secrets.** Every configured header value, query parameter value, URL user info and placeholder-free string
+**Secrets.** Every configured header value, query parameter value, URL user info (also as the base64 of the
+`Authorization: Basic` header httpx sends for it) and placeholder-free string
 in `request_template` is a secret unless its name is listed in `public` (header names compare
 case-insensitively; a template string is named by its key). `Content-Type`, `Accept`, `Accept-Encoding`,
 `Accept-Language` and `User-Agent` are public unless listed in `secret`. `repr`, `description` and every error
@@ -47,7 +48,7 @@ from typing import Any
 
 from ..errors import InvalidResponse, RetrieverFailed, RetrieverTimeout, UsageError, describe
 from ..model import Filters, Hit
-from ..secrets import MASK, redact, register_secret
+from ..secrets import MASK, redact, register_secret, url_credentials
 
 __all__ = ["DEFAULT_REQUEST_TEMPLATE", "HTTPRetriever", "PLACEHOLDERS", "redact_url", "render_template"]
 
@@ -155,8 +156,9 @@ def _secret_values(
     parts = urllib.parse.urlsplit(url)
     found = {value for name, value in headers.items() if name.lower() not in public_headers and value}
     found |= {value for name, value in urllib.parse.parse_qsl(parts.query) if name not in public and value}
-    if parts.password:
-        found.add(parts.password)  # the user name is masked in URLs shown, but it is not a secret on its own
+    # The password, and the `Authorization: Basic` header httpx makes of the user info (a service may echo it);
+    # the user name is masked in URLs shown, but it is not a secret on its own.
+    found |= set(url_credentials(url))
     found |= set(_template_secrets(template, public))
     return sorted(found)
 

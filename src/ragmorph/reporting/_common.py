@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 
 from ..errors import ExitCode
+from ..secrets import clip
 from ..triage import plural
 
 __all__ = [
@@ -242,8 +243,7 @@ def snippet(text: str | None, width: int) -> str:
     """`text` on one line, cut to `width` characters with an ellipsis."""
     if not text:
         return ""
-    flat = _SPACE.sub(" ", text).strip()
-    return flat if len(flat) <= width else flat[: max(width - 1, 0)] + "…"
+    return clip(_SPACE.sub(" ", text).strip(), width, "…")
 
 
 @attrs.frozen

@@ -144,7 +144,9 @@ def _descriptions(units: Sequence[Unit]) -> dict[str, dict[str, str]]:
         except RagmorphError:
             target, kind = None, "black_box"
         description = unit.retriever.import_string or (display_name(target) if target is not None else unit.retriever.name)
-        found[unit.retriever.name] = {"description": description[:200], "kind": kind}
+        from ..secrets import clip  # masked before the cut, or a cut secret's prefix would reach the manifest
+
+        found[unit.retriever.name] = {"description": clip(description, 200, ""), "kind": kind}
     return found
 
 

@@ -16,6 +16,7 @@ import attrs
 
 from ..errors import RagmorphError
 from ..relations import Observation
+from ..secrets import clip
 
 __all__ = ["MetricViolation", "RetrieverViolation", "Violation", "observation_dict", "perturbation_dict"]
 
@@ -143,7 +144,7 @@ def observation_dict(observation: Observation) -> dict[str, Any]:
     for hit in observation.ranking.hits:
         chunk = corpus.get(hit.id)
         text = hit.text if hit.text is not None else (chunk.text if chunk is not None else None)
-        row = {"id": hit.id, "score": hit.score, "text": None if text is None else text[:_TEXT_SNIPPET]}
+        row = {"id": hit.id, "score": hit.score, "text": None if text is None else clip(text, _TEXT_SNIPPET, "")}
         if hit.kept is not None:
             row["kept"] = list(hit.kept)  # a packing stage cut this hit's text to that character range
         ranking.append(row)
