@@ -149,6 +149,14 @@ def _same_file(first: Path, second: Path) -> bool:
 def _check_writable(option: str, path: Path, *, folder: bool) -> None:
     """Refuse an output path that cannot be written, before any retriever call: a run must not be lost at the end."""
     kind = "a folder" if folder else "a file"
+    from .io import special_file, stream_target
+
+    if not folder and stream_target(path):  # a FIFO, /dev/stdout, /dev/null: written into, never replaced
+        if not os.access(path, os.W_OK):
+            raise UsageError(f"expected {option} to name a stream you can write to, got {str(path)!r}")
+        return
+    if special_file(path) is not None:
+        raise UsageError(f"expected {option} to name {kind}, got {str(path)!r}, which is {special_file(path)}")
     if path.exists() and path.is_dir() != folder:
         raise UsageError(f"expected {option} to name {kind}, got {str(path)!r}, which is {'a file' if folder else 'a folder'}")
     ancestor = path if folder and path.exists() else path.parent
@@ -397,12 +405,20 @@ def run_config(args: argparse.Namespace, cwd: Path | None = None) -> Any:
         "replays": Path(args.replay_dir) if args.replay_dir else None,
         "retrievers": retriever_entries(args.retriever) if args.retriever else None,
     }
-    if args.budget is not None:
-        from .runner import budget_problem
+    from .runner import budget_problem, strategies_problem, trait_problem
 
+    if args.budget is not None:
         problem = budget_problem(args.budget)
         if problem is not None:
             raise UsageError(f"--budget: {problem}")
+    if args.strategies is not None:
+        problem = strategies_problem(list(args.strategies))
+        if problem is not None:
+            raise UsageError(f"--strategies: {problem}")
+    for name, traits in args.traits or ():
+        problem = trait_problem(traits)
+        if problem is not None:
+            raise UsageError(f"--traits {name}=...: {problem}")
     overrides = {key: value for key, value in flags.items() if value is not None}
     if args.profile:
         # A profile asked for on the command line sets the budget (and its families, when it names some), over
@@ -436,11 +452,15 @@ def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run the metamorphic suite over the user's retrievers, print the outcome, write the report files."""
     config = run_config(args)
     source = f" (config {config.path})" if config.path is not None else ""
-    from .adapters import is_file_spec, load_retriever
+    from .adapters import Configured, is_file_spec, load_retriever
     from .reporting import WRITERS
 
     for entry in config.retrievers:
-        load_retriever(entry.spec)  # a typo is a usage error now, before any work starts
+        # A typo, or options the factory does not take, is a usage error now, before any work starts.
+        if entry.options:
+            Configured(entry.spec, dict(entry.options)).factory()
+        else:
+            load_retriever(entry.spec)
     retriever_files = {
         f"--retriever {entry.spec}": Path(entry.spec.rpartition(":")[0])
         for entry in config.retrievers

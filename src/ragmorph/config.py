@@ -185,11 +185,34 @@ def _ragmorph_table(path: Path) -> dict[str, Any] | None:
     except (OSError, UnicodeDecodeError) as error:
         raise InputError(f"expected a readable UTF-8 file, got {type(error).__name__}: {error}", file=str(path)) from error
     if path.name == "pyproject.toml":
-        table = data.get("tool", {}).get("ragmorph")
+        tool = data.get("tool", {})
+        table = tool.get("ragmorph") if isinstance(tool, dict) else None  # `tool = 1` is another tool's business
         if table is not None and not isinstance(table, dict):
             raise InputError(f"expected a table, got {describe(table)}", file=str(path), field="tool.ragmorph")
         return table
     return data
+
+
+# A pyproject.toml that mentions the table (`[tool.ragmorph]`, `[tool.ragmorph.retrievers]`, `tool.ragmorph = ...`).
+_MENTIONS_RAGMORPH = re.compile(r"^\s*(\[\s*tool\s*\.\s*ragmorph\b|tool\s*\.\s*ragmorph\b|ragmorph\s*=)", re.MULTILINE)
+
+
+def _is_ragmorph_pyproject(path: Path) -> bool:
+    """Whether `path` holds a `[tool.ragmorph]` table; an invalid file is an error only when it mentions one.
+
+    Any other project's pyproject.toml in a folder above (invalid, or unreadable) is none of ragmorph's business:
+    refusing it would make every run fail for a file the user never meant ragmorph to read.
+    """
+    try:
+        return _ragmorph_table(path) is not None
+    except InputError:
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return False
+        if _MENTIONS_RAGMORPH.search(text):
+            raise
+        return False
 
 
 def find_config(start: str | os.PathLike[str] = ".") -> Path | None:
@@ -199,7 +222,7 @@ def find_config(start: str | os.PathLike[str] = ".") -> Path | None:
         if (candidate / "ragmorph.toml").is_file():
             return candidate / "ragmorph.toml"
         pyproject = candidate / "pyproject.toml"
-        if pyproject.is_file() and _ragmorph_table(pyproject) is not None:
+        if pyproject.is_file() and _is_ragmorph_pyproject(pyproject):
             return pyproject
     return None
 
@@ -297,6 +320,7 @@ def _retrievers(reader: _Reader, table: Any) -> tuple[RetrieverEntry, ...]:
     if not isinstance(table, dict):
         raise reader.error("retrievers", f"expected a table name = \"module:attr\", got {describe(table)}")
     from .adapters import is_file_spec
+    from .runner import trait_problem
 
     entries = []
     for name, value in table.items():
@@ -325,7 +349,12 @@ def _retrievers(reader: _Reader, table: Any) -> tuple[RetrieverEntry, ...]:
                 "expected no secrets in options (reports and replay files record them); read it from an "
                 "environment variable in your factory instead",
             )
-        entries.append(RetrieverEntry(name, spec, reader.names(value, "traits", where) or (), options))
+        traits = reader.names(value, "traits", where) or ()
+        problem = trait_problem(traits)
+        if problem is not None:
+            # A misspelt trait would enable nothing while the user believes the stricter relations run.
+            raise reader.error(f"{where}traits", problem)
+        entries.append(RetrieverEntry(name, spec, traits, options))
     return tuple(entries)
 
 
@@ -349,12 +378,17 @@ def load_config(path: str | os.PathLike[str]) -> Config:
     profile = reader.text(table, "profile") or "default"
     if profile not in PROFILES:
         raise reader.error("profile", f"expected one of {', '.join(PROFILES)}, got {profile!r}")
-    from .runner import budget_problem
+    from .runner import budget_problem, strategies_problem
 
     budget = table.get("budget")
     problem = None if budget is None else budget_problem(budget)
     if problem is not None:
         raise reader.error("budget", problem)
+    strategies = reader.names(table, "strategies")
+    problem = None if strategies is None else strategies_problem(list(strategies))
+    if problem is not None:
+        # `strategies = []` would run nothing and report "every hard relation holds".
+        raise reader.error("strategies", problem)
     config = Config(
         path=path,
         retrievers=_retrievers(reader, table.get("retrievers")),
@@ -364,7 +398,7 @@ def load_config(path: str | os.PathLike[str]) -> Config:
         beir=reader.path_value(table, "beir"),
         split=reader.text(table, "split") or "test",
         ks=reader.integers(table, "ks"),
-        strategies=reader.names(table, "strategies"),
+        strategies=strategies,
         profile=profile,
         max_examples=reader.number(table, "max_examples", int, positive=True),
         seed=reader.number(table, "seed", int, positive=False),

@@ -113,6 +113,7 @@ def suite(
         problem = budget_problem(budget)
         if problem is not None:
             raise UsageError(f"suite(budget=): {problem}")
+    _check_declared(strategies, traits)
     if retriever is None and retrievers is None and corpus is None and cases is None:
         return Suite(retrievers={}, corpus=None, cases=None, config=config or "", budget=budget)
     if config is not None:
@@ -142,6 +143,25 @@ def suite(
         seed=_seed(seed),
         budget=budget,
     )
+
+
+def _check_declared(strategies: Any, traits: Any) -> None:
+    """A misspelt family or trait, or no family at all, is a usage error: it would silently test less."""
+    if strategies is None and not traits:
+        return
+    from .runner import strategies_problem, trait_problem
+
+    problem = None if strategies is None else strategies_problem(
+        list(strategies) if isinstance(strategies, (tuple, set, frozenset)) else strategies
+    )
+    if problem is not None:
+        raise UsageError(f"suite(strategies=): {problem}")
+    if traits is not None and not isinstance(traits, Mapping):
+        raise UsageError(f"expected suite(traits=) as a mapping retriever name -> trait names, got {traits!r}")
+    for name, values in (traits or {}).items():
+        problem = trait_problem(values)
+        if problem is not None:
+            raise UsageError(f"suite(traits=) of {name!r}: {problem}")
 
 
 def _seed(value: Any) -> int | None:
@@ -227,13 +247,55 @@ def pytest_configure(config: pytest.Config) -> None:
     # The plugin marks its items for `--dist loadgroup`; registered here too so runs without xdist do not warn.
     config.addinivalue_line("markers", "xdist_group(name): pytest-xdist runs items of one group on one worker")
     config.stash[_CACHE_KEY] = {}
-    budget = config.getoption("--ragmorph-budget", default=None)
-    if budget is not None:
-        from .runner import budget_problem
+    for option, problem in _option_problems(config):
+        # pytest prints a UsageError as one line and exits 4: no item runs, no traceback.
+        raise pytest.UsageError(f"{option}: {problem}")
 
-        problem = budget_problem(budget)
-        if problem is not None:
-            raise pytest.UsageError(f"--ragmorph-budget: {problem}")
+
+def _positive_ints(text: str) -> tuple[int, ...] | None:
+    """`1,3,5` as positive ints; None when `text` is not such a list."""
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    try:
+        values = tuple(int(part) for part in parts)
+    except ValueError:
+        return None
+    return values if values and all(v > 0 for v in values) else None
+
+
+def _option_problems(config: pytest.Config) -> list[tuple[str, str]]:
+    """Every `--ragmorph-*` option given with a value no engine run can use, with what was expected."""
+    import math
+    import threading
+
+    found = []
+    max_examples = config.getoption("--ragmorph-max-examples", default=None)
+    if max_examples is not None and max_examples <= 0:
+        found.append(("--ragmorph-max-examples", f"expected a positive integer, got {max_examples}"))
+    ks = config.getoption("--ragmorph-ks", default=None)
+    if ks is not None and _positive_ints(ks) is None:
+        found.append(("--ragmorph-ks", f"expected comma-separated positive integers like 1,3,5,10, got {ks!r}"))
+    timeout = config.getoption("--ragmorph-timeout", default=None)
+    # inf or 1e300 would fail every call inside Thread.join, blamed on the retriever; 0 would time out every call.
+    if timeout is not None and not (math.isfinite(timeout) and 0 < timeout <= threading.TIMEOUT_MAX):
+        found.append((
+            "--ragmorph-timeout",
+            f"expected a positive, finite number of seconds up to {threading.TIMEOUT_MAX:.0f}, got {timeout!r}; "
+            "leave it out for no limit",
+        ))
+    budget = config.getoption("--ragmorph-budget", default=None)
+    only = config.getoption("--ragmorph-strategies", default=None)
+    if budget is None and only is None:
+        return found
+    from .runner import budget_problem, strategies_problem
+
+    problem = None if budget is None else budget_problem(budget)
+    if problem is not None:
+        found.append(("--ragmorph-budget", problem))
+    # A misspelt family would keep nothing: every suite would collect no item and the session would "pass" empty.
+    problem = None if only is None else strategies_problem([part.strip() for part in only.split(",") if part.strip()])
+    if problem is not None:
+        found.append(("--ragmorph-strategies", problem))
+    return found
 
 
 def _settings(config: pytest.Config, declared: Suite | None = None) -> dict[str, Any]:
@@ -261,7 +323,7 @@ def _settings(config: pytest.Config, declared: Suite | None = None) -> dict[str,
     if max_examples is None:
         max_examples = profile.max_examples if from_profile else DEFAULT_MAX_EXAMPLES
     if ks_option:
-        ks: tuple[int, ...] | None = tuple(int(k) for k in ks_option.split(","))
+        ks: tuple[int, ...] | None = _positive_ints(ks_option)  # checked in pytest_configure
     elif profile_name:
         ks = PROFILES[profile_name].ks
     else:
@@ -395,6 +457,14 @@ class RelationItem(pytest.Item):
         self.user_properties.append(("ragmorph_budget", settings.get("budget")))
         failures = [r for r in results if r["status"] == "fail"]
         errors = [r for r in results if r["status"] == "error"]
+        if not results:
+            # A contract relation judged inside another family's run has rows only when a response breaks it; an
+            # errored unit gave it no response to check, so its item has no verdict either, never a pass.
+            by_case = {
+                r["case"]: r for r in reversed(report["results"])
+                if r["status"] == "error" and r["strategy"] == self.family and r["retriever"] == self.retriever
+            }
+            errors = list(reversed(by_case.values()))
         if self.severity == "soft":
             held = sum((r.get("rate") or {}).get("held", 0) for r in results)
             tested = sum((r.get("rate") or {}).get("tested", 0) for r in results)

@@ -91,13 +91,8 @@ def _import(module_name: str, spec: str) -> Any:
         ) from error
 
 
-def load_retriever(spec: str) -> Any:
-    """Import `spec` ("package.module:attr" or "path/to/file.py:attr", attr may be dotted); return what it names.
-
-    A class whose constructor takes the corpus, or a one-argument callable, is a factory; an object with
-    `retrieve`/`aretrieve` is a retriever; a plain function `fn(query, k[, filters])` is wrapped in
-    FunctionRetriever. Anything else is a UsageError naming the string and what went wrong.
-    """
+def _lookup(spec: str) -> Any:
+    """The object `spec` names, as it is (no wrapping): the import and attribute walk of load_retriever."""
     if not isinstance(spec, str) or ":" not in spec:
         raise UsageError(
             f"expected a retriever as 'package.module:attr' or 'path/to/file.py:attr', got {describe(spec)}; "
@@ -122,8 +117,45 @@ def load_retriever(spec: str) -> Any:
             public = sorted(n for n in dir(target) if not n.startswith("_"))[:12]
             raise UsageError(f"retriever {spec!r}: {walked!r} has no attribute {part!r}; it has {public}") from None
         walked = f"{walked}.{part}" if walked != shown else f"{shown}:{part}"
+    return target
+
+
+def _option_parameters(target: Any) -> list[str] | None:
+    """The required parameters after the corpus of a factory that takes options (`factory(corpus, k1)`), else None.
+
+    Read from the first parameter's name: a callable whose first parameter is `corpus` is a factory whatever else it
+    requires, never a search function `fn(query, k)` (reading it as one failed every call with a confusing error).
+    """
+    if not callable(target) or is_retriever(target):
+        return None
+    try:
+        parameters = list(inspect.signature(target).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    if not parameters or parameters[0].name != "corpus" or parameters[0].kind is parameters[0].KEYWORD_ONLY:
+        return None
+    empty = inspect.Parameter.empty
+    return [p.name for p in parameters[1:] if p.default is empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+
+def load_retriever(spec: str) -> Any:
+    """Import `spec` ("package.module:attr" or "path/to/file.py:attr", attr may be dotted); return what it names.
+
+    A class whose constructor takes the corpus, or a one-argument callable, is a factory; an object with
+    `retrieve`/`aretrieve` is a retriever; a plain function `fn(query, k[, filters])` is wrapped in
+    FunctionRetriever. A factory that requires options (`factory(corpus, k1)`) needs them given
+    (`Configured(spec, options)`, the config's `options` table). Anything else is a UsageError naming the string
+    and what went wrong.
+    """
+    target = _lookup(spec)
     if is_retriever(target) or is_factory(target):
         return target
+    needed = _option_parameters(target)
+    if needed:
+        raise UsageError(
+            f"retriever {spec!r}: expected a factory taking the corpus, got {describe(target)}, which also requires "
+            f"{', '.join(needed)}; give them as options (in the config: options = {{ {needed[0]} = ... }})"
+        )
     arity = positional_arity(target) if callable(target) and not inspect.isclass(target) else None
     if arity is not None and arity[0] in (2, 3):
         return FunctionRetriever(target)
@@ -141,15 +173,30 @@ class Configured:
     spec: str
     options: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
 
-    def __call__(self, corpus: Any) -> Any:
-        """Build the retriever over `corpus` with the options."""
-        factory = load_retriever(self.spec)
-        if not is_factory(factory):
+    def factory(self) -> Any:
+        """The factory the spec names, checked to accept the corpus and exactly these options (else UsageError)."""
+        factory = _lookup(self.spec)
+        if is_retriever(factory) or not callable(factory):
             raise UsageError(
                 f"retriever {self.spec!r}: expected a factory (a class or callable taking the corpus) to pass "
                 f"options {sorted(self.options)} to, got a retriever object; drop the options or name its factory"
             )
-        return factory(corpus, **self.options)
+        try:
+            signature = inspect.signature(factory)
+        except (TypeError, ValueError):
+            return factory  # no signature to check against: the call itself will tell
+        try:
+            signature.bind(None, **self.options)
+        except TypeError as error:
+            raise UsageError(
+                f"retriever {self.spec!r}: expected options that {getattr(factory, '__name__', 'the factory')}"
+                f"{signature} accepts after the corpus, got options {sorted(self.options)}: {error}"
+            ) from None
+        return factory
+
+    def __call__(self, corpus: Any) -> Any:
+        """Build the retriever over `corpus` with the options."""
+        return self.factory()(corpus, **self.options)
 
 
 def locate_retriever(target: Any) -> dict[str, Any]:

@@ -6,6 +6,7 @@ caller run units elsewhere (units are picklable and independent) and still build
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,8 +14,8 @@ from typing import Any
 from ..adapters import describe_capabilities, display_name
 from ..errors import RagmorphError, UsageError, describe
 from ..model import Case, Corpus, validate_cases
-from ..strategies import DEFAULT_SUITE, FAMILIES
-from ._engine import BUDGETS, Result, Settings, Unit, budget_problem, execute
+from ..strategies import CATALOG, DEFAULT_SUITE, FAMILIES
+from ._engine import APPROXIMATE, BUDGETS, Result, Settings, Unit, budget_problem, execute
 from ._backends import EXECUTORS
 from ._backends import backend_for as _backend_for
 from ._backends import batches as _batches
@@ -31,6 +32,7 @@ from ._violation import MetricViolation, RetrieverViolation, Violation
 
 __all__ = [
     "BUDGETS",
+    "TRAITS",
     "REPLAY_SCHEMA",
     "REPORT_SCHEMA",
     "EXECUTORS",
@@ -57,7 +59,43 @@ __all__ = [
     "plan",
     "replay",
     "search",
+    "strategies_problem",
+    "trait_problem",
 ]
+
+# Every trait a relation or the engine reads, derived from the catalog so it cannot drift: a name outside it
+# (a typo such as 'lexcial') would enable nothing while the user believes the stricter relations run.
+TRAITS: frozenset[str] = frozenset({APPROXIMATE, *(t for r in CATALOG for t in (*r.requires, *r.hard_with))})
+
+
+def _spelling(name: str, known: Sequence[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def trait_problem(traits: Any) -> str | None:
+    """Why `traits` is not a list of known trait names (TRAITS), in words; None when it is."""
+    if isinstance(traits, str) or not isinstance(traits, (Sequence, set, frozenset)):
+        return f"expected a list of trait names, got {describe(traits)}"
+    for trait in traits:
+        if not isinstance(trait, str) or trait not in TRAITS:
+            hint = _spelling(trait, sorted(TRAITS)) if isinstance(trait, str) else ""
+            return f"expected traits among {', '.join(sorted(TRAITS))}, got {describe(trait)}{hint}"
+    return None
+
+
+def strategies_problem(strategies: Any) -> str | None:
+    """Why `strategies` is not a non-empty list of strategy families (FAMILIES), in words; None when it is."""
+    if isinstance(strategies, str) or not isinstance(strategies, Sequence):
+        return f"expected a list of strategy families, got {describe(strategies)}"
+    if not strategies:
+        # An empty list would run nothing and report "every hard relation holds".
+        return "expected at least one strategy family, got an empty list; leave it out for the default suite"
+    for family in strategies:
+        if not isinstance(family, str) or family not in FAMILIES:
+            hint = _spelling(family, sorted(FAMILIES)) if isinstance(family, str) else ""
+            return f"expected strategy families among {', '.join(sorted(FAMILIES))}, got {describe(family)}{hint}"
+    return None
 
 
 def _settings(
@@ -93,10 +131,23 @@ def _strategies(strategies: Sequence[str] | None) -> tuple[str, ...]:
         return DEFAULT_SUITE
     if isinstance(strategies, str):
         strategies = [s.strip() for s in strategies.split(",") if s.strip()]
-    unknown = [s for s in strategies if s not in FAMILIES]
-    if unknown:
-        raise UsageError(f"expected strategy families from {sorted(FAMILIES)}, got unknown {unknown}")
+    elif not isinstance(strategies, Mapping) and hasattr(strategies, "__iter__"):
+        strategies = list(strategies)  # any iterable of names (a set, a generator), read once
+    problem = strategies_problem(strategies)
+    if problem is not None:
+        raise UsageError(f"strategies: {problem}")
     return tuple(dict.fromkeys(strategies))
+
+
+def _check_traits(traits: Mapping[str, Sequence[str]] | None) -> None:
+    if traits is None:
+        return
+    if not isinstance(traits, Mapping):
+        raise UsageError(f"expected traits as a mapping retriever name -> trait names, got traits={describe(traits)}")
+    for name, declared in traits.items():
+        problem = trait_problem(declared)
+        if problem is not None:
+            raise UsageError(f"traits of retriever {name!r}: {problem}")
 
 
 def plan(
@@ -122,6 +173,7 @@ def plan(
         # A run with nothing to judge would report "0 pass" and exit 0: a false pass, as the CLI already refuses.
         raise UsageError("expected at least one case to judge, got cases=() (empty)")
     validate_cases(corpus, cases)
+    _check_traits(traits)
     specs = _spec_mapping(retrievers, traits)
     families = _strategies(strategies)
     settings = _settings(ks, max_examples, derandomize, timeout, replay_dir, contract_unit="contract" in families, budget=budget)
