@@ -712,11 +712,18 @@ def command_init(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     corpus = Path(args.corpus) if args.corpus else folder / "data" / "corpus.jsonl"
     cases = Path(args.cases) if args.cases else folder / "data" / "cases.jsonl"
     files = scaffold_files(folder=folder, corpus=corpus, cases=cases)
-    existing = [name for name in files if (folder / name).exists()]
+    # lexists: a dangling symlink is an existing name too; writing through or over it is never init's to decide.
+    existing = [name for name in files if os.path.lexists(folder / name)]
     if existing:
         raise UsageError(
             f"expected no existing {', '.join(existing)} in {str(folder)!r}, got existing files: "
             "ragmorph init never overwrites; move them away or choose another DIR"
+        )
+    dangling = [str(path) for path in (corpus, cases) if os.path.lexists(path) and not path.exists()]
+    if dangling:
+        raise UsageError(
+            f"expected {' and '.join(map(repr, dangling))} to be a readable file or absent, got a symlink to nothing: "
+            "fix or remove the link, or pass --corpus/--cases"
         )
     if corpus.exists() != cases.exists():
         raise UsageError(
@@ -724,14 +731,20 @@ def command_init(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             f"{str(corpus if corpus.exists() else cases)!r}"
         )
     folder.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, text in files.items():
-        # "x" mode: a file that appeared since the check above is still never overwritten.
-        with open(folder / name, "x", encoding="utf-8") as handle:
-            handle.write(text)
-        written.append(folder / name)
-    if not corpus.exists():
-        written += _write_sample_world(corpus, cases)
+    written: list[Path] = []
+    try:
+        for name, text in files.items():
+            # "x" mode: a file that appeared since the check above is still never overwritten.
+            with open(folder / name, "x", encoding="utf-8") as handle:
+                written.append(folder / name)
+                handle.write(text)
+        if not corpus.exists():
+            _write_sample_world(corpus, cases, written)
+    except BaseException:
+        # All or nothing: a half-written scaffold would make the rerun refuse ("existing files").
+        for path in written:
+            path.unlink(missing_ok=True)
+        raise
     for path in written:
         out.write(f"created {path}\n")
     where = "" if folder.resolve() == Path.cwd().resolve() else f"cd {folder} && "
@@ -745,8 +758,9 @@ def command_init(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
-def _write_sample_world(corpus: Path, cases: Path) -> list[Path]:
-    """A small two-tenant world with superseded versions (the generator's seed 0), as native files."""
+def _write_sample_world(corpus: Path, cases: Path, written: list[Path]) -> None:
+    """A small two-tenant world with superseded versions (the generator's seed 0), as native files; each path is
+    added to `written` as soon as it exists, so a failure can take back exactly what was written."""
     from .io import write_cases, write_corpus
     from .worlds import generate
 
@@ -754,8 +768,9 @@ def _write_sample_world(corpus: Path, cases: Path) -> list[Path]:
     for path in (corpus, cases):
         path.parent.mkdir(parents=True, exist_ok=True)
     write_corpus(world.corpus, corpus)
+    written.append(corpus)
     write_cases(world.cases, cases)
-    return [corpus, cases]
+    written.append(cases)
 
 
 _ADAPTER_TEMPLATE = '''\

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Mapping, MappingView, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any, Protocol, Union, runtime_checkable
 
-from ..errors import InvalidResponse
+from ..errors import ContractRule, InvalidResponse
 from ..model import Chunk, Corpus, Filters, Hit
 from ..secrets import clip
 
@@ -122,7 +122,11 @@ Factory = Callable[[Corpus], Retriever]
 
 def excerpt(value: Any, limit: int = 200) -> str:
     """A short printable excerpt of a retriever response, for error messages."""
-    return clip(repr(value), limit)  # masked before the cut: a cut secret would no longer match its mask
+    try:
+        text = repr(value)
+    except Exception as error:  # a hit whose repr raises, an int past repr's digit limit: the error must still read
+        text = f"<{type(value).__name__} whose repr raised {type(error).__name__}>"
+    return clip(text, limit)  # masked before the cut: a cut secret would no longer match its mask
 
 
 def _one_hit(raw: Any, rank: int, query: str, response: Any) -> Hit:
@@ -131,19 +135,31 @@ def _one_hit(raw: Any, rank: int, query: str, response: Any) -> Hit:
     if isinstance(raw, str):
         if not raw:
             raise InvalidResponse(f"hit at rank {rank} has an empty id", query=query, excerpt=excerpt(response))
-        return Hit(raw)
+        return Hit(_plain(raw))
     if isinstance(raw, (tuple, list)) and len(raw) == 2 and isinstance(raw[0], str):
         chunk_id, score = raw
         if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
             score = _numeric_score(score, rank, query, response)
         if not chunk_id:
             raise InvalidResponse(f"hit at rank {rank} has an empty id", query=query, excerpt=excerpt(response))
-        return Hit(chunk_id, None if score is None else float(score))
+        try:
+            value = None if score is None else float(score)
+        except OverflowError:  # an int such as 10**400: no float holds it
+            raise InvalidResponse(
+                f"expected a finite score, got an integer of {score.bit_length()} bits at rank {rank}, beyond any float",
+                query=query, excerpt=excerpt(response), rule=ContractRule.NON_FINITE_SCORE,
+            ) from None
+        return Hit(_plain(chunk_id), value)
     raise InvalidResponse(
         f"expected a Hit, an (id, score) pair or an id string at rank {rank}, got {type(raw).__name__}",
         query=query,
         excerpt=excerpt(response),
     )
+
+
+def _plain(chunk_id: str) -> str:
+    """The id as an exact str: a str subclass may override hashing or equality, which ids are compared by."""
+    return chunk_id if type(chunk_id) is str else str.__getitem__(chunk_id, slice(None))
 
 
 def _numeric_score(score: Any, rank: int, query: str, response: Any) -> float:
@@ -156,6 +172,11 @@ def _numeric_score(score: Any, rank: int, query: str, response: Any) -> float:
     if not is_boolean and not isinstance(score, (str, bytes, bytearray)):
         try:
             return float(score)
+        except OverflowError:  # Fraction(10**400): a number, but no float holds it
+            raise InvalidResponse(
+                f"expected a finite score, got {type(score).__name__} beyond any float at rank {rank}",
+                query=query, excerpt=excerpt(response), rule=ContractRule.NON_FINITE_SCORE,
+            ) from None
         except (TypeError, ValueError):
             pass
     raise InvalidResponse(

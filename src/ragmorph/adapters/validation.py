@@ -56,7 +56,20 @@ def validate_hits(
             excerpt=shown(),
             rule=ContractRule.TOO_MANY_HITS,
         )
-    if _valid(normalised, corpus):
+    try:
+        valid = _valid(normalised, corpus)
+    except Exception as error:
+        # Hits built by the retriever itself keep their ids as given: a str subclass whose hash or equality
+        # raises would otherwise escape as a traceback, read as a ragmorph crash instead of a contract breach.
+        odd = next((hit.id for hit in normalised if type(hit.id) is not str), None)
+        raise InvalidResponse(
+            f"expected ids of type str, got an id of type {type(odd).__name__} whose comparison raised "
+            f"{type(error).__name__}: {error}; return plain str ids",
+            query=query,
+            excerpt=shown(),
+            rule=ContractRule.MALFORMED,
+        ) from None
+    if valid:
         return normalised
     # Some rule breaks: find the first breach in rank order, with its message (or the score-order warning).
     seen: dict[str, int] = {}

@@ -122,7 +122,14 @@ def read_beir(
     for line, record in iter_json_objects(root / "queries.jsonl"):
         qid = _string_id(record, file=queries_file, line=line)
         query_ids.add(qid, line=line, shown=repr(qid))
-        queries[qid] = _text(record, "text", file=queries_file, line=line)
+        query = _text(record, "text", file=queries_file, line=line)
+        if qid in judged and not query.strip():
+            # As the native reader: an empty query cannot be judged (an unjudged one is never a case, so it may be).
+            raise InputError(
+                f"expected a query to ask, got text={describe(query)} for the judged query {qid!r}; an empty query "
+                "cannot be judged", file=queries_file, line=line, field="text", value=query,
+            )
+        queries[qid] = query
     missing = [qid for qid in judged if qid not in queries]
     if missing:
         raise InputError(

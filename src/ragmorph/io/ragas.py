@@ -122,6 +122,12 @@ def read_ragas(path: PathLike) -> RagasData:
             query = row["user_input"]
             if not isinstance(query, str):
                 raise InputError(f"expected a string, got user_input={describe(query)}", field="user_input")
+            if not query.strip():
+                # As the native reader: an empty query cannot be judged.
+                raise InputError(
+                    f"expected a query to ask, got user_input={describe(query)}; an empty query cannot be judged",
+                    field="user_input", value=query,
+                )
             retrieved = _contexts(row, "retrieved")
             reference = _contexts(row, "reference")
             for chunk_id, text in (*retrieved, *reference):
