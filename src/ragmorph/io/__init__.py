@@ -5,7 +5,7 @@ Every reader raises ``ragmorph.errors.InputError`` with ``file``, ``line`` and `
 
 from __future__ import annotations
 
-from ._lines import atomic_write_bytes, atomic_write_text, loads_strict
+from ._lines import atomic_write_bytes, atomic_write_text, loads_strict, special_file, stream_target
 from .beir import read_beir
 from .native import case_from_dict, chunk_from_dict, read_cases, read_corpus, write_cases, write_corpus
 from .ragas import RagasData, read_ragas
@@ -24,6 +24,8 @@ __all__ = [
     "read_ragas",
     "read_trec_qrels",
     "read_trec_run",
+    "special_file",
+    "stream_target",
     "trec_order",
     "write_cases",
     "write_corpus",

@@ -6,6 +6,8 @@ import difflib
 import json
 import math
 import os
+import stat
+import sys
 import tempfile
 from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
@@ -23,6 +25,8 @@ __all__ = [
     "iter_text_lines",
     "loads_strict",
     "read_bytes",
+    "special_file",
+    "stream_target",
 ]
 
 PathLike = str | os.PathLike
@@ -218,12 +222,58 @@ def atomic_write_text(path: PathLike, text: str) -> None:
     atomic_write_bytes(path, data)
 
 
+def _mode_of(path: PathLike) -> int | None:
+    try:
+        return os.stat(path).st_mode  # follows symlinks, /dev/stdout's /proc magic link included
+    except (OSError, ValueError):
+        return None
+
+
+def stream_target(path: PathLike) -> bool:
+    """Whether `path` is an existing stream (a FIFO, or a character device such as /dev/null or /dev/stdout).
+
+    An output there is written into as it is: replacing it by a regular file would destroy `/dev/null` for a
+    root user, and a pipe behind `/dev/stdout` has no folder to put a temporary file in.
+    """
+    mode = _mode_of(path)
+    return mode is not None and (stat.S_ISFIFO(mode) or stat.S_ISCHR(mode))
+
+
+def special_file(path: PathLike) -> str | None:
+    """What `path` is when it exists and is neither a regular file, a folder nor a stream (e.g. "a block device")."""
+    mode = _mode_of(path)
+    if mode is None or stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISFIFO(mode) or stat.S_ISCHR(mode):
+        return None
+    return "a block device" if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else "a special file"
+
+
+def _write_stream(path: PathLike, data: bytes) -> None:
+    # What the caller wrote to its own stdout goes first when the stream is the same one (`--json /dev/stdout`).
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    with open(path, "wb") as handle:  # opened as it is: a stream is never replaced
+        handle.write(data)
+
+
 def atomic_write_bytes(path: PathLike, data: bytes) -> None:
     """Write `data` to `path` atomically, as `atomic_write_text` does (temporary file with a unique name).
 
     The temporary file gets a name no other file has (mkstemp), so no unrelated `F.tmp` is ever replaced or
-    deleted; a failed write (disk full, file-size limit) removes it and leaves the old file as it was.
+    deleted; a failed write (disk full, file-size limit) removes it and leaves the old file as it was. A stream
+    (`stream_target`: a FIFO, /dev/stdout, /dev/null) is written into instead; a block device or socket is an
+    InputError.
     """
+    if stream_target(path):
+        _write_stream(path, data)
+        return
+    kind = special_file(path)
+    if kind is not None:
+        raise InputError(
+            f"expected a regular file or a stream (a FIFO, /dev/stdout) to write into, got {kind}", file=str(path)
+        )
     target = Path(os.path.realpath(path))
     if not target.parent.is_dir():
         raise InputError("expected an existing folder to write into, got a missing folder", file=str(path))
