@@ -119,7 +119,7 @@ class Family:
     `grows_corpus` says its perturbations grow the corpus themselves (thousands of chunks, a `size` field and
     `resized(size)`): a violation then shrinks by bisection over the grown size, not by corpus minimisation.
     `max_examples` is the family's budget of examples per unit when the run's budget is adaptive (never above
-    the run's `max_examples`): what its perturbations need, measured on the bug zoos (tests/benchmarks/bench_calls.py).
+    the run's `max_examples`): what its perturbations need, measured on the bug zoos (benchmarks/bench_calls.py).
     `explicit(world, *, ks, delta, filters)` gives perturbations tried before any drawn one under either budget,
     part of the unit's examples: one of each kind bugs most often show under, so few examples still cover them.
     They must lie in the space `draw` draws from (its soundness is what the relations were checked over).

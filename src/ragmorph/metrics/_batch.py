@@ -15,7 +15,7 @@ Two paths compute those ranks, with identical results (tests/metrics/test_batch_
   Python frame runs per document. Each lookup still sits between thousands of interpreter instructions, so its
   misses are paid one after another.
 
-Measured on 100,000 rankings of depth 100 (`python tests/benchmarks/bench_metrics.py --repeat 3`, which times
+Measured on 100,000 rankings of depth 100 (`python benchmarks/bench_metrics.py --repeat 3`, which times
 both paths): compiled 0.50 s, numpy 0.93 s, pytrec_eval 4.32 s, ranx (warm) 24.2 s. The compiled ranks take
 about 0.3 s of the 0.5; reading the qrels and the nDCG ideal gains about 0.1 s.
 """
