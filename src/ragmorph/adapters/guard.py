@@ -5,14 +5,24 @@ retriever's exceptions into RetrieverFailed (chained, with the query), never int
 
 Timeouts run the call in a daemon worker thread and stop waiting for it. Python cannot kill a thread, so a
 timed-out call keeps running in the background until it returns on its own; its result is discarded.
+`bounded_call` gives the same limit to every other call into the user's code (a factory, add/remove/update,
+close), so no call of a retriever can hang a run that set a timeout.
+
+`exit_guard` supervises `os._exit`: while a run is inside it, `os._exit(code)` called from a thread that runs
+the user's code (a batch thread, a call-pool thread, a timed call's thread) raises `ProcessExitCalled` instead
+of ending the process, so it becomes an `error` result rather than a run that ends with exit 0 and no report.
+Threads the user's code starts itself, forked children, calls after the run and exits that bypass `os._exit`
+(a signal, `os.abort()`, a crash in native code) are not intercepted.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from ..errors import CorpusChanged, InvalidResponse, RetrieverFailed, RetrieverTimeout, UsageError, describe, retriever_errors
@@ -22,15 +32,85 @@ from .capabilities import describe_capabilities, display_name, is_retriever
 from .function import FunctionRetriever, positional_arity
 from .validation import ScoreOrder, _check_score_order, validate_hits
 
-__all__ = ["GuardedRetriever"]
+__all__ = ["GuardedRetriever", "ProcessExitCalled", "bounded_call", "exit_guard", "supervised"]
 
 
-def _run_with_timeout(thunk: Callable[[], Any], timeout: float | None, query: str) -> Any:
+class ProcessExitCalled(BaseException):
+    """`os._exit(code)` was called by the user's code inside `exit_guard`: raised instead of ending the process.
+
+    A BaseException, so the user's own `except Exception` does not swallow it (os._exit never returns).
+    """
+
+    def __init__(self, code: Any) -> None:
+        super().__init__(
+            f"os._exit({code!r}), which ragmorph stopped from ending the process (it would have ended the run "
+            "with no report); a retriever must return hits or raise"
+        )
+        self.code = code
+
+
+_thread_state = threading.local()
+_exit_lock = threading.Lock()
+_exit_users = 0
+_exit_pid: int | None = None
+_previous_exit: Callable[[int], Any] = os._exit
+
+
+@contextmanager
+def supervised() -> Iterator[None]:
+    """Mark this thread as running the user's code for `exit_guard` (nested marks are counted)."""
+    _thread_state.depth = getattr(_thread_state, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _thread_state.depth -= 1
+
+
+def _guarded_exit(code: int) -> Any:
+    # Only in the process that installed the guard (a forked child must exit for real: multiprocessing's fork
+    # start method ends every child with os._exit) and only from a thread running the user's code (pytest-timeout
+    # and other supervisors end a hung process with os._exit from their own threads).
+    if os.getpid() == _exit_pid and getattr(_thread_state, "depth", 0) > 0:
+        raise ProcessExitCalled(code)
+    return _previous_exit(code)
+
+
+@contextmanager
+def exit_guard() -> Iterator[None]:
+    """While inside (re-entrant, from any thread), `os._exit` in the user's code raises ProcessExitCalled."""
+    global _exit_users, _exit_pid, _previous_exit
+    with _exit_lock:
+        if _exit_users == 0 and os._exit is not _guarded_exit:
+            _previous_exit, _exit_pid = os._exit, os.getpid()
+            os._exit = _guarded_exit
+        _exit_users += 1
+    try:
+        with supervised():
+            yield
+    finally:
+        with _exit_lock:
+            _exit_users -= 1
+            if _exit_users == 0 and os._exit is _guarded_exit:
+                os._exit = _previous_exit
+
+
+def bounded_call(
+    thunk: Callable[[], Any], timeout: float | None, what: str, *, query: str | None = None, thread: bool = False
+) -> Any:
+    """`thunk()` in a supervised thread, given up with RetrieverTimeout after `timeout` seconds (None: no limit).
+
+    `what` completes "expected ... within timeout" ("an answer", "factory X to build its index"). Without a
+    timeout the call runs in this thread unless `thread` is set. The thread of an abandoned call keeps running
+    until the call returns on its own (Python cannot stop a thread); its result is discarded.
+    """
+    if timeout is None and not thread:
+        return thunk()
     outcome: dict[str, Any] = {}
 
     def work() -> None:
         try:
-            outcome["value"] = thunk()
+            with supervised():
+                outcome["value"] = thunk()
         except BaseException as error:  # handed to the caller's thread below
             outcome["error"] = error
 
@@ -39,13 +119,17 @@ def _run_with_timeout(thunk: Callable[[], Any], timeout: float | None, query: st
     worker.join(timeout)
     if worker.is_alive():
         raise RetrieverTimeout(
-            f"expected an answer within timeout={timeout} s, got none; the call was abandoned (it keeps running "
-            "in a background thread, which Python cannot stop)",
+            f"expected {what} within timeout={timeout} s, got none; the call was abandoned (it keeps running in a "
+            "background thread, which Python cannot stop); raise the timeout if it is only slow",
             query=query,
         )
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]
+
+
+def _run_with_timeout(thunk: Callable[[], Any], timeout: float | None, query: str) -> Any:
+    return bounded_call(thunk, timeout, "an answer", query=query, thread=True)
 
 
 def _is_search_function(obj: object) -> bool:

@@ -25,7 +25,9 @@ from typing import Any, Protocol
 
 import attrs
 
-from ..errors import UsageError, describe
+from ..adapters.guard import exit_guard
+from ..errors import RetrieverFailed, UsageError, describe
+from ..secrets import register_secret, registered
 from ._determinism import without_local_constants
 from ._heap import frozen_heap
 from ._engine import Result, Unit, execute
@@ -55,13 +57,14 @@ def run_batch(batch: Batch, fail_fast: bool = False, pool: CallPool | None = Non
     """Execute the units of one batch in order over one fresh call cache (what every backend does per batch).
 
     With `fail_fast` the batch stops after the first unit with a hard violation, as a serial run stops there.
-    `pool` (the process's, with --concurrency) makes the independent calls of each plan at once.
+    `pool` (the process's, with --concurrency) makes the independent calls of each plan at once. An `os._exit`
+    in the retriever's code is an error result of its unit, not the end of the process (see `exit_guard`).
     """
     cache = CallCache(pool, reuse=True)
     done: list[tuple[Result, ...]] = []
     try:
         # The heap the batch starts with (its corpus above all) stays out of the collector's full passes.
-        with without_local_constants(), frozen_heap():
+        with exit_guard(), without_local_constants(), frozen_heap():
             for unit in batch:
                 done.append(execute(unit, cache))
                 if fail_fast and any(r.status == "fail" and r.severity == "hard" for r in done[-1]):
@@ -294,9 +297,18 @@ class _RayWorker:
         self.corpora = corpora
         self.pool = call_pool(concurrency)
 
-    def run(self, shipped: tuple[tuple[int, dict[str, Any]], ...], fail_fast: bool) -> tuple[tuple[Result, ...], ...]:
-        """Rebuild the batch around the corpora and execute it."""
-        return run_batch(rebuild(self.corpora, shipped), fail_fast, self.pool)
+    def run(self, shipped: tuple[tuple[int, dict[str, Any]], ...], fail_fast: bool) -> tuple[bool, Any, tuple[str, ...]]:
+        """Rebuild the batch around the corpora and execute it: (ok, results or the pickled error, secrets).
+
+        The secrets this actor registered travel with every answer (the caller renders the reports), and an error
+        travels as a local worker's does, raised in the caller as itself rather than as a Ray traceback.
+        """
+        from ._worker import _portable
+
+        try:
+            return True, run_batch(rebuild(self.corpora, shipped), fail_fast, self.pool), registered()
+        except BaseException as error:
+            return False, _portable(error), registered()
 
 
 def _check_reachable(address: str) -> None:
@@ -351,6 +363,28 @@ class RayBackend:
             raise UsageError(f"expected to connect to {where}, got {type(error).__name__}: {error}") from error
         return True
 
+    @staticmethod
+    def _answer(ray: Any, reference: Any, batch: Batch) -> tuple[tuple[Result, ...], ...]:
+        """The results of one batch; its actor's secrets registered here first. A dead actor is a RetrieverFailed."""
+        from ._worker import _raise_from_worker
+
+        try:
+            ok, outcome, secrets = ray.get(reference)
+        except ray.exceptions.RayError as error:
+            # An actor that died (os.kill, a crash in native code, the node lost) ends the run as a local worker's
+            # death does: a retriever error (exit 3) naming what ran there, not a Ray traceback.
+            lines = str(error).strip().splitlines()
+            first = batch[0]
+            raise RetrieverFailed(
+                f"a Ray worker failed ({type(error).__name__}: {lines[0] if lines else 'no detail'}) while running "
+                f"retriever {first.retriever.name!r} on case {first.case.id!r}"
+            ) from None
+        for secret in secrets:
+            register_secret(secret)  # before anything of the actor's is rendered here
+        if not ok:
+            _raise_from_worker(outcome)
+        return outcome  # type: ignore[no-any-return]
+
     def run(self, work: Sequence[Batch], fail_fast: bool = False) -> Iterator[Finished]:
         """Execute the batches on Ray actors; yields each as it finishes."""
         if self.address is None and "ray" not in sys.modules:
@@ -394,7 +428,7 @@ class RayBackend:
             while running:
                 ready, _ = ray.wait(list(running), num_returns=1)
                 n, worker = running.pop(ready[0])
-                results = ray.get(ready[0])
+                results = self._answer(ray, ready[0], work[n])
                 if todo:
                     submit(worker)
                 yield n, results

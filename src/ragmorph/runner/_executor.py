@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import attrs
 
 from ..adapters import GuardedRetriever, applied_delta, describe_capabilities, is_factory
+from ..adapters.guard import bounded_call, supervised
 from ..errors import InvalidResponse, RagmorphError, retriever_errors
 from ..metrics import evaluate
 from ..model import Chunk, Corpus, Filters, Params, Ranking, World
@@ -68,7 +69,7 @@ class CallPool:
         """Run `work` in a pool thread once a slot is free."""
 
         def slotted() -> _T:
-            with self._slots:
+            with self._slots, supervised():  # the user's code runs here: os._exit in it is an error (exit_guard)
                 return work()
 
         return self._threads.submit(slotted)
@@ -441,15 +442,23 @@ class Executor:
         return GuardedRetriever(retriever, corpus=corpus, timeout=self.timeout, name=self.spec.name)
 
     def _build(self, corpus: Corpus, factory: Any = None) -> GuardedRetriever:
+        make = factory or self.target
         with retriever_errors(f"factory {self.spec.name}, building an index of {len(corpus)} chunks,"):
-            built = (factory or self.target)(corpus)
+            # The timeout bounds every call into the user's code: a factory that never returns hangs no run.
+            built = bounded_call(
+                lambda: make(corpus), self.timeout, f"factory {self.spec.name} to build an index of {len(corpus)} chunks"
+            )
         return self._guard(built, corpus)
 
     def _close(self, retriever: Any) -> None:
         close = getattr(retriever, "close", None)
         if callable(close):
             with retriever_errors(f"retriever {self.spec.name}.close"):
-                close()
+                bounded_call(close, self.timeout, f"retriever {self.spec.name}.close() to return")
+
+    def _bounded(self, retriever: Any) -> Any:
+        """`retriever` with its edit methods under the timeout (see `_TimedEdits`)."""
+        return retriever if self.timeout is None else _TimedEdits(retriever, self.timeout, self.spec.name)
 
     @property
     def _instance_key(self) -> tuple[str, str]:
@@ -548,6 +557,7 @@ class Executor:
     def _edited(self, retriever: Any, step: Step) -> Iterator[None]:
         """`step`'s edit applied to the base instance, undone on the way out (even when the call failed)."""
         name = self.spec.name
+        retriever = self._bounded(retriever)
         if step.add or step.remove:
             with applied_delta(retriever, add=step.add, remove=step.remove, corpus=self.corpus):
                 yield
@@ -945,6 +955,36 @@ def run_after(
     base = observed[Role.BASE]
     follow = observed.get(Role.FOLLOW) or observation(plan.follow, Ranking())
     return _declared_probe(base, follow, sources, replayed.capabilities)
+
+
+class _TimedEdits:
+    """A retriever whose edit methods (add, remove, update, index, checkpoint, rollback) give up after `timeout`.
+
+    Everything else is the retriever's own attribute, so capability checks and the edit helpers see the same
+    retriever; an edit that outlives the timeout is a RetrieverTimeout naming the method.
+    """
+
+    _TIMED = frozenset({"add", "remove", "update", "index", "checkpoint", "rollback"})
+
+    def __init__(self, retriever: Any, timeout: float, name: str) -> None:
+        self._retriever = retriever
+        self._timeout = timeout
+        self._name = name
+
+    def __getattr__(self, attribute: str) -> Any:
+        value = getattr(self._retriever, attribute)
+        if attribute not in self._TIMED or not callable(value):
+            return value
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            return bounded_call(
+                lambda: value(*args, **kwargs), self._timeout, f"retriever {self._name}.{attribute}() to return"
+            )
+
+        return timed
+
+    def __repr__(self) -> str:
+        return repr(self._retriever)
 
 
 @contextmanager

@@ -13,11 +13,12 @@ from typing import Any
 import attrs
 
 from ..adapters import Configured, load_retriever, locate_retriever
+from ..adapters.guard import exit_guard
 from ..errors import ExitCode, InputError, RagmorphError, UsageError, describe
 from ..io import atomic_write_text, loads_strict
 from ..model import Case, Chunk, Corpus, Filters, Params, World, check_evidence
 from ..relations import Relation
-from ..secrets import redact_data
+from ..secrets import MASK, redact_data, register_option_secrets
 from ..strategies import perturbation_from_dict, relation
 from ..strategies.contract import VALID_RESPONSE
 from ._executor import CallCache, Executor, Probe, Step, run_after
@@ -138,18 +139,33 @@ def write_replay(
     }
     if steps:
         data["history"] = {"steps": [{"number": n, **step.to_dict()} for n, step in steps], "sources": list(sources)}
-    # Secrets are hidden here too (a replay of a retriever configured with one then needs it passed again). The
-    # fingerprint covers the values as written (after the JSON round trip), so replay() recomputes it exactly.
-    written = json.loads(json.dumps(redact_data(data), default=str))
+    # Options are written into the file: credentials in them (at any depth, or inside a URL) are hidden like any
+    # registered secret, in this process and in every report that names them.
+    register_option_secrets(data["retriever"].get("options"))
+    verbatim = json.loads(json.dumps(data, default=str))
+    # Secrets are hidden here too (a replay of a retriever configured with one then needs it passed again).
+    written = redact_data(verbatim)
+    if written["retriever"].get("options") != verbatim["retriever"].get("options"):
+        written["retriever"]["options_masked"] = True  # replay() asks for --retriever instead of passing ***
+    # A secret's value may also be text of the world (a request-template literal that is a word of a query): the
+    # masked world is then not the one judged, and replaying it would judge another query. The file says where,
+    # and replay() refuses it; the fingerprint covers the world as judged, so a masked file never matches it.
+    masked = [name for name in _JUDGED if name in verbatim and written[name] != verbatim[name]]
+    if masked:
+        written["expected"]["masked"] = masked
     written["fingerprint"] = _fingerprint(
-        _world_from(written["world"], path),
-        perturbation_from_dict(written["perturbation"]),
+        _world_from(verbatim["world"], path),
+        perturbation_from_dict(verbatim["perturbation"]),
         relation.name,
-        written.get("history"),
+        verbatim.get("history"),
     )
     # Atomic: a replay file is either the old one or the whole new one.
     atomic_write_text(path, json.dumps(written, indent=2, ensure_ascii=False) + "\n")
     return path
+
+
+# The parts of a replay file a verdict is judged on (the world, its before/after forms, the edit, prior calls).
+_JUDGED = ("world", "world_before", "world_after", "perturbation", "history")
 
 
 def _read_replay(path: Path) -> dict[str, Any]:
@@ -184,6 +200,19 @@ def _read_replay(path: Path) -> dict[str, Any]:
         raise InputError(f"expected a positive number or null, got {describe(timeout)}", file=str(path), field="settings.timeout")
     if not isinstance(data["expected"].get("reproducible", True), bool):
         raise InputError("expected true or false", file=str(path), field="expected.reproducible")
+    masked = data["expected"].get("masked", [])
+    if not isinstance(masked, list) or not all(isinstance(m, str) for m in masked):
+        raise InputError(f"expected a list of field names, got {describe(masked)}", file=str(path), field="expected.masked")
+    if masked:
+        raise InputError(
+            f"expected a world that replay can re-run, got one in which the run masked secret values ({MASK}) in "
+            f"{', '.join(masked)}: a value of the retriever's configuration (a header, a request-template literal, "
+            "an option) also occurs in the world's text, so the masked world is not the one judged and replaying "
+            "it would judge another query; re-run `ragmorph run` to check the violation, and declare the value "
+            "public (HTTPRetriever(public=[...])) if it is not a secret",
+            file=str(path),
+            field="expected.masked",
+        )
     stored = data.get("retriever") or {}
     for name in ("name", "spec", "file"):
         if stored.get(name) is not None and not isinstance(stored[name], str):
@@ -237,6 +266,14 @@ def _saved_retriever(stored: dict[str, Any], path: Path) -> Any:
         candidate = candidates[-1]
         load_retriever(candidate)
     options = stored.get("options")
+    if stored.get("options_masked"):
+        raise InputError(
+            f"expected retriever options that replay can pass again, got options whose secret values the run masked "
+            f"({MASK}); pass the retriever yourself: ragmorph replay FILE --retriever MOD:ATTR (a factory that reads "
+            "the secret, e.g. from an environment variable), or replay(path, retriever=...)",
+            file=str(path),
+            field="retriever.options",
+        )
     return Configured(candidate, options) if options else candidate
 
 
@@ -293,20 +330,30 @@ def run_replayable(spec: RetrieverSpec, found: Replayable) -> ReplayOutcome:
     """Judge `found` again on the retriever of `spec`: a fresh instance, the recorded calls first when it has any."""
     judged = found.relation
     made: list[Executor] = []
-    try:
-        if found.steps:
-            probe = run_after(spec, found.perturbation.plan(found.world), found.steps, found.sources, timeout=found.timeout, made=made)
-        else:
-            made.append(Executor(spec, found.world.corpus, cache=CallCache(), timeout=found.timeout))
-            probe = made[0].run(found.perturbation.plan(found.world))
-        for executor in made:
-            executor.close()
-    except RagmorphError as error:
-        for executor in made:
-            with contextlib.suppress(RagmorphError):
+    with exit_guard():  # os._exit in the retriever is an error of this replay, not the end of the process
+        try:
+            probe = _probe(spec, found, made)
+            for executor in made:
                 executor.close()
-        return ReplayOutcome(False, judged.name, str(error), error=str(error), calls=sum(e.calls for e in made))
-    calls = sum(e.calls for e in made)
+        except RagmorphError as error:
+            for executor in made:
+                with contextlib.suppress(RagmorphError):
+                    executor.close()
+            return ReplayOutcome(False, judged.name, str(error), error=str(error), calls=sum(e.calls for e in made))
+    return _judged(found, probe, sum(e.calls for e in made))
+
+
+def _probe(spec: RetrieverSpec, found: Replayable, made: list[Executor]) -> Probe | str:
+    """The observations of `found`'s plan on fresh instances (each executor made is appended to `made`)."""
+    if found.steps:
+        return run_after(spec, found.perturbation.plan(found.world), found.steps, found.sources, timeout=found.timeout, made=made)
+    made.append(Executor(spec, found.world.corpus, cache=CallCache(), timeout=found.timeout))
+    return made[0].run(found.perturbation.plan(found.world))
+
+
+def _judged(found: Replayable, probe: Probe | str, calls: int) -> ReplayOutcome:
+    """The outcome of judging `found`'s relation on `probe` (or why it cannot be judged)."""
+    judged = found.relation
     unproven = (
         f"the run already found that this violation does not reproduce on a fresh index (it depends on state it "
         f"cannot rebuild), so a replay cannot tell a fix from a miss; re-run `ragmorph run` to check {judged.name}"

@@ -8,9 +8,10 @@ from typing import Any
 
 import attrs
 
-from ..adapters import display_name, load_retriever
+from ..adapters import Configured, display_name, load_retriever
 from ..errors import UsageError
 from ..model import Corpus, Params, World
+from ..secrets import register_option_secrets
 from ..strategies import default_filters
 
 __all__ = ["RetrieverSpec", "derive_seed", "spec_mapping", "start_world"]
@@ -29,6 +30,12 @@ class RetrieverSpec:
     name: str
     target: Any = attrs.field(eq=False, repr=False)
     traits: tuple[str, ...] = ()
+
+    def __attrs_post_init__(self) -> None:
+        if isinstance(self.target, Configured):
+            # Options reach the manifest (a Configured's repr) and replay files: their credentials are hidden from
+            # the start, before any output is rendered or cut.
+            register_option_secrets(self.target.options)
 
     @property
     def import_string(self) -> str | None:

@@ -5,6 +5,11 @@ carries the caller's sys.path, the adapter files to load and the run's corpora; 
 units (without their corpus), answered with the batch's results. Every message travels as an outer pickle of
 plain values wrapping an inner pickle, so a payload that fails to unpickle is reported without losing the
 stream. Whatever the retriever prints goes to stderr: stdout carries only replies.
+
+Every reply also carries the secrets registered in the worker (`ragmorph.secrets.registered`): the caller
+renders the reports, and must hide what the worker's retrievers registered (an HTTP token the caller never
+saw, because only the worker built the retriever). A worker whose caller is gone (stopped by a signal, or a
+pipe closed early) ends quietly: the caller reports the interruption, not each worker.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, BinaryIO, cast
 
 from ..errors import RagmorphError, RetrieverFailed
+from ..secrets import register_secret, registered
 
 __all__ = ["WorkerPool", "main"]
 
@@ -54,11 +60,22 @@ def main() -> None:
     """A worker's loop: set up from the first message, then answer batches until told to stop."""
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # a print() in the user's retriever goes to stderr, never into the reply stream
-    requests = sys.stdin.buffer
+    try:
+        _serve_caller(sys.stdin.buffer, replies)
+    except (BrokenPipeError, ConnectionResetError, KeyboardInterrupt):
+        # The caller is gone or was interrupted (Ctrl-C reaches the whole process group): it reports that itself.
+        # The reply stream points at /dev/null, so closing it at exit cannot raise again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, replies.fileno())
+        os.close(devnull)
+
+
+def _serve_caller(requests: BinaryIO, replies: BinaryIO) -> None:
     try:
         sys_path, modules, corpora_blob, concurrency = pickle.load(requests)
-    except EOFError:
-        return  # the caller stopped before sending the setup (interrupted while pickling it): nothing to do
+    except (EOFError, pickle.UnpicklingError):
+        # The caller stopped before (or while) sending the setup, e.g. killed by SIGTERM: nothing to do.
+        return
     # The caller's import path first, so its modules (and its copy of ragmorph) are the ones found here.
     sys.path[:] = [*sys_path, *(p for p in sys.path if p not in sys_path)]
     try:
@@ -69,19 +86,23 @@ def main() -> None:
         load_file_modules(modules)
         corpora = pickle.loads(corpora_blob)
     except BaseException as error:
-        _send(replies, (None, False, _portable(error)))
+        _send(replies, (None, False, _portable(error), registered()))
         return
-    _send(replies, (None, True, b""))
+    _send(replies, (None, True, b"", registered()))
     writing = threading.Lock()
     slots = call_pool(concurrency)  # the call slots every batch of this worker shares
 
     def answer(number: int, payload: bytes, fail_fast: bool) -> None:
         try:
-            reply = (number, True, pickle.dumps(run_batch(rebuild(corpora, pickle.loads(payload)), fail_fast, slots), protocol=_PROTOCOL))
+            results = run_batch(rebuild(corpora, pickle.loads(payload)), fail_fast, slots)
+            reply = (number, True, pickle.dumps(results, protocol=_PROTOCOL), registered())
         except BaseException as error:
-            reply = (number, False, _portable(error))
-        with writing:  # replies of batches running in threads must not interleave on the pipe
-            _send(replies, reply)
+            reply = (number, False, _portable(error), registered())
+        try:
+            with writing:  # replies of batches running in threads must not interleave on the pipe
+                _send(replies, reply)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the caller is gone; the loop below sees the end of its requests and stops
 
     from concurrent.futures import ThreadPoolExecutor
 
@@ -92,8 +113,8 @@ def main() -> None:
         while True:
             try:
                 message = pickle.load(requests)
-            except EOFError:
-                return  # the caller stopped without a stop message (fail-fast, an error there): not a clean stop
+            except (EOFError, pickle.UnpicklingError):
+                return  # the caller stopped without a stop message (fail-fast, an error there, a signal)
             if message is None:
                 return
             pool.submit(answer, *message)
@@ -163,7 +184,7 @@ class WorkerPool:
             requests.flush()
             ready = pickle.load(replies)
             if not ready[1]:
-                done.put((None, False, ready[2]))
+                done.put(ready)
                 return
             for _ in range(self._first):
                 send_next()
@@ -179,7 +200,7 @@ class WorkerPool:
                 code = None
             what = " or ".join(sorted(labels.values())) or "setting up"
             error = RetrieverFailed(f"a ragmorph worker process (pid {process.pid}) exited with code {code} while {what}")
-            done.put((None, False, _portable(error)))
+            done.put((None, False, _portable(error), ()))
 
     def run(self, batches: Sequence[Any], fail_fast: bool = False) -> Iterator[tuple[int, Any]]:
         """Run the shipped batches on the workers; yields (index, results) in the order they finish."""
@@ -195,7 +216,9 @@ class WorkerPool:
         for process in self._processes:
             threading.Thread(target=self._serve, args=(process, todo, done, fail_fast), daemon=True).start()
         for _ in range(len(batches)):
-            number, ok, payload = done.get()
+            number, ok, payload, secrets = done.get()
+            for secret in secrets:
+                register_secret(secret)  # before anything of the worker's is rendered here
             if not ok:
                 _raise_from_worker(payload)
             yield number, pickle.loads(payload)
