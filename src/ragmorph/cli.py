@@ -884,7 +884,8 @@ def _alpha(text: str) -> float:
 
 def _comparison_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--critical", action="append", metavar="TAG",
-                        help="cases with this tag are critical (repeatable; default: the tag 'critical')")
+                        help="cases with this tag are critical (repeatable; default: the tag 'critical'); a tag no case "
+                        "carries is a usage error")
     parser.add_argument("--gate", type=_name_list, metavar="METRICS",
                         help="metrics whose significant regression fails the comparison (default GroupR, nDCG, ClaimR, "
                         "Unauthorized at the largest k)")
@@ -1003,7 +1004,8 @@ def build_parser() -> argparse.ArgumentParser:
         "Compare a candidate retriever with a baseline (a retriever, or a report.json written by `run`) on the same "
         "corpus and cases: per query and k the metric deltas, evidence groups lost and gained, new and fixed "
         "violations, and a paired randomisation test per metric. Exits 1 when a critical case (tag 'critical', or "
-        "--critical TAG) lost evidence or a gated metric got significantly worse.",
+        "--critical TAG) lost evidence or a gated metric got significantly worse; else 3 when retriever errors leave "
+        "a case without a verdict (the candidate errored on a case, or either side on a critical case).",
         """
         ragmorph compare --baseline ragmorph.adapters:BM25Retriever --candidate mypkg.search:factory \\
             --corpus corpus.jsonl --cases cases.jsonl --html compare.html
