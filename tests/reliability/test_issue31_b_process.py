@@ -1,4 +1,5 @@
-"""Issue 31, items 8, 18 and 25: a retriever that ends its process, hangs outside retrieve(), or outlives its caller.
+"""Issue 31, items 8, 18, 20 and 25: a retriever that ends its process, hangs outside retrieve(), or outlives its
+caller.
 
 Runs that could end the test process (os._exit) or a worker's stderr run in subprocesses; hangs are bounded.
 """
@@ -181,3 +182,28 @@ def test_sigterm_while_jobs_workers_start_prints_no_worker_traceback(world: tupl
         run.send_signal(signal.SIGTERM)
         _, err = run.communicate(timeout=120)  # until every worker (they share the stderr pipe) has ended
         assert "Traceback" not in err and "BrokenPipeError" not in err, f"after {delay} s:\n{err}"
+
+
+KILLED = """
+import os
+import signal
+
+
+def factory(corpus):
+    # Only Ray actors build the index: the process dies the way a crash in native code ends it.
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_a_ray_worker_that_dies_is_a_retriever_error_exit_3_without_a_traceback(
+    world: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Item 20: an ActorDiedError traceback and exit 1 (which reads as "violations found")."""
+    pytest.importorskip("ray", reason="the ray extra is not installed: pip install 'ragmorph[ray]'")
+    (tmp_path / "killed.py").write_text(KILLED, encoding="utf-8")
+    done = _ragmorph(*run_args(world, str(tmp_path / "killed.py") + ":factory", "--executor", "ray", "--jobs", "2",
+                               "--json", str(tmp_path / "r.json")), cwd=tmp_path, timeout=300)
+    assert done.returncode == EXIT_ERRORS, done.stdout + done.stderr
+    assert "Ray worker" in done.stderr and "Traceback" not in done.stderr, done.stderr

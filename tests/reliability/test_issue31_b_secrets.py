@@ -141,12 +141,17 @@ def _assert_hidden(outputs: dict[str, str], *values: str) -> None:
             assert value[:7] not in text, f"{value!r} (or its first characters) leaked into {name}"
 
 
-@pytest.mark.parametrize("extra", [(), ("--jobs", "2")], ids=["serial", "jobs2"])
+_RAY = pytest.param(("--executor", "ray", "--jobs", "2"), id="ray", marks=[pytest.mark.slow, pytest.mark.integration])
+
+
+@pytest.mark.parametrize("extra", [pytest.param((), id="serial"), pytest.param(("--jobs", "2"), id="jobs2"), _RAY])
 def test_echoed_tokens_are_masked_in_every_output_and_before_every_cut(
     world: tuple[Path, Path], service: _EchoingLeakyService, tmp_path: Path, extra: tuple[str, ...]
 ) -> None:
-    """Items 10 and 11: with --jobs only the workers build the retriever (and register its header); the caller that
-    renders must hide it too, and no 160-character snippet may end inside it."""
+    """Items 10 and 11: with --jobs or Ray only the workers build the retriever (and register its header); the
+    caller that renders must hide it too, and no 160-character snippet may end inside it."""
+    if "ray" in extra:
+        pytest.importorskip("ray", reason="the ray extra is not installed: pip install 'ragmorph[ray]'")
     signature, password = _fresh("sig"), _fresh("pw")
     basic = base64.b64encode(f"reader:{password}".encode()).decode()
     config = _config(tmp_path, world, _HTTP_ADAPTER, {"url": service.url(f"reader:{password}@"), "signature": signature},
