@@ -23,7 +23,7 @@ EXAMPLES = ROOT / "examples" / "adapters"
 DATA = ROOT / "examples" / "data" / "corpus.jsonl"
 FACTORIES = (
     "plain_function", "langchain_bm25", "llamaindex_bm25", "chroma_dense", "pgvector_hnsw", "qdrant_local",
-    "faiss_index", "haystack_retrievers", "lancedb_table",
+    "faiss_index", "haystack_retrievers", "lancedb_table", "langchain_ensemble",
 )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -184,3 +185,128 @@ def test_corpora_rank_bm25_cannot_index_give_no_hits(corpus: Corpus) -> None:
 def test_scores_are_plain_floats() -> None:
     hits = langchain_bm25_factory(tenant_corpus()).retrieve("leave", k=3)
     assert all(type(h.score) is float and np.isfinite(h.score) for h in hits)
+
+
+# --- EnsembleRetriever: weighted reciprocal rank fusion over legs, each asked for `depth` under the filter ---
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from langchain_classic.retrievers import EnsembleRetriever
+
+from ragmorph import check  # noqa: E402
+from ragmorph.adapters.langchain import LangChainEnsembleRetriever  # noqa: E402
+from ragmorph.errors import ExitCode  # noqa: E402
+from ragmorph.io import read_cases, read_corpus  # noqa: E402
+
+EXAMPLE_DATA = Path(__file__).resolve().parents[2] / "examples" / "data"
+
+
+def _ensemble(corpus: Corpus, **options: object) -> EnsembleRetriever:
+    documents = [Document(page_content=c.text, metadata={"id": c.id}, id=c.id) for c in corpus]
+    keyword = BM25Retriever.from_documents(documents)
+    store = InMemoryVectorStore(HashingEmbeddings())
+    store.add_documents(documents)
+    return EnsembleRetriever(retrievers=[keyword, store.as_retriever()], weights=[0.7, 0.3], **options)
+
+
+def _store_filter(corpus: Corpus) -> Callable[[Filters], Callable[[Document], bool]]:
+    return lambda filters: (lambda document: filters.allows(corpus[document.metadata["id"]]))
+
+
+def test_ensemble_ranks_as_the_library_fuses_and_reports_the_fused_score() -> None:
+    corpus = tenant_corpus()
+    ensemble = _ensemble(corpus, id_key="id")
+    adapter = LangChainEnsembleRetriever(ensemble, depth=len(corpus), corpus=corpus)
+    hits = validate_hits(adapter.retrieve("parental leave policy", k=len(corpus)), k=len(corpus), query="q",
+                         corpus=corpus)
+    # The library itself, each leg told to return `depth` documents as the adapter does.
+    ensemble.retrievers[0].k = len(corpus)
+    ensemble.retrievers[1].search_kwargs["k"] = len(corpus)
+    assert [h.id for h in hits] == [d.metadata["id"] for d in ensemble.invoke("parental leave policy")]
+    legs = [[d.metadata["id"] for d in leg.invoke("parental leave policy")] for leg in ensemble.retrievers]
+    for hit in hits:
+        expected = sum(w / (leg.index(hit.id) + 1 + 60) for leg, w in zip(legs, (0.7, 0.3)) if hit.id in leg)
+        assert hit.score == pytest.approx(expected, rel=1e-12)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_ensemble_asks_every_leg_for_depth_whatever_k() -> None:
+    corpus = tenant_corpus()
+    adapter = LangChainEnsembleRetriever(_ensemble(corpus, id_key="id"), depth=len(corpus), corpus=corpus)
+    deep = adapter.retrieve("leave", k=len(corpus))
+    for k in (1, 2, 5):
+        # Legs cut at k instead of depth would fuse other ranks: the fused top k must be the deep list's prefix.
+        assert [h.id for h in adapter.retrieve("leave", k=k)] == [h.id for h in deep[:k]]
+
+
+def test_ensemble_filters_inside_every_leg() -> None:
+    corpus = tenant_corpus()
+    mapped: list[Filters] = []
+
+    def store_filter(filters: Filters) -> Callable[[Document], bool]:
+        mapped.append(filters)
+        return _store_filter(corpus)(filters)
+
+    ensemble = _ensemble(corpus, id_key="id")
+    legs = [
+        LangChainRetriever(ensemble.retrievers[0], k_attr="k", corpus=corpus, post_filter=True),
+        LangChainRetriever(ensemble.retrievers[1], k_attr="search_kwargs.k", filter_mapper=store_filter),
+    ]
+    adapter = LangChainEnsembleRetriever(ensemble, legs=legs, depth=len(corpus))
+    assert adapter.supports_filters and adapter.ragmorph_filtered_by == "retriever"
+    filters = Filters(tenant="globex", current_only=True)
+    hits = adapter.retrieve("parental leave policy", k=len(corpus), filters=filters)
+    assert mapped == [filters]
+    assert hits and all(filters.allows(corpus[h.id]) for h in hits)
+    assert {h.id for h in hits} == {c.id for c in corpus if filters.allows(c)}
+
+
+def test_ensemble_without_id_key_merges_equal_texts_as_langchain_does() -> None:
+    corpus = Corpus([Chunk("a", "parental leave policy"), Chunk("b", "parental leave policy"), Chunk("c", "other")])
+    merged = LangChainEnsembleRetriever(_ensemble(corpus), corpus=corpus).retrieve("parental leave", k=3)
+    assert [h.id for h in merged] in (["a", "c"], ["b", "c"])
+    kept = LangChainEnsembleRetriever(_ensemble(corpus, id_key="id"), corpus=corpus).retrieve("parental leave", k=3)
+    assert sorted(h.id for h in kept) == ["a", "b", "c"]
+
+
+def test_ensemble_refuses_what_it_cannot_drive() -> None:
+    corpus = tenant_corpus()
+    with pytest.raises(UsageError, match="EnsembleRetriever"):
+        LangChainEnsembleRetriever(BM25Retriever.from_documents([Document(page_content="x", metadata={"id": "x"})]))
+    with pytest.raises(UsageError, match="depth"):
+        LangChainEnsembleRetriever(_ensemble(corpus), depth=0)
+    with pytest.raises(UsageError, match="one LangChainRetriever per ensemble leg"):
+        LangChainEnsembleRetriever(_ensemble(corpus), legs=[])
+
+
+def _example_world() -> tuple[Corpus, list]:
+    return read_corpus(EXAMPLE_DATA / "corpus.jsonl"), read_cases(EXAMPLE_DATA / "cases.jsonl")
+
+
+class _UnfilteredLeg(LangChainRetriever):
+    """The planted bug of a hand-built hybrid: the keyword leg never sees the filter (its library has none)."""
+
+    def documents(self, query: str, *, n: int, filters: Filters | None = None) -> list[tuple[str, object]]:
+        return super().documents(query, n=n)
+
+
+def _example_ensemble(
+    corpus: Corpus, leg: type[LangChainRetriever] = LangChainRetriever
+) -> LangChainEnsembleRetriever:
+    ensemble = _ensemble(corpus, id_key="id")
+    legs = [
+        leg(ensemble.retrievers[0], k_attr="k", corpus=corpus, post_filter=True),
+        LangChainRetriever(ensemble.retrievers[1], k_attr="search_kwargs.k", filter_mapper=_store_filter(corpus)),
+    ]
+    return LangChainEnsembleRetriever(ensemble, legs=legs, depth=50)
+
+
+def test_a_correct_ensemble_passes_the_tenancy_and_filter_families_and_a_leg_ignoring_filters_is_caught() -> None:
+    corpus, cases = _example_world()
+    families = ["tenancy", "filters", "cutoff", "reorder"]
+    correct = check({"ensemble": _example_ensemble}, corpus, cases, strategies=families, max_examples=10)
+    assert correct.exit_code == int(ExitCode.OK), [r.violation for r in correct.results if r.status == "fail"]
+    buggy = check({"ensemble": lambda c: _example_ensemble(c, _UnfilteredLeg)}, corpus, cases, strategies=families,
+                  max_examples=10)
+    failed = {r.relation for r in buggy.results if r.status == "fail" and r.severity == "hard"}
+    assert buggy.exit_code == int(ExitCode.VIOLATIONS) and "filters.admitted_only" in failed, failed

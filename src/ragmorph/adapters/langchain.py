@@ -1,4 +1,5 @@
-"""LangChain integration: any `BaseRetriever` as a ragmorph retriever, and a factory for LangChain's BM25.
+"""LangChain integration: any `BaseRetriever` as a ragmorph retriever, an `EnsembleRetriever` with k, depth and
+filters passed to every leg, and a factory for LangChain's BM25.
 
 Needs the extra ``ragmorph[langchain]`` (langchain-core; langchain-community and rank-bm25 for the BM25
 factory). LangChain is imported only when an adapter is built, so importing this module is cheap.
@@ -39,7 +40,7 @@ from ._integration import (
     with_setting,
 )
 
-__all__ = ["LangChainRetriever", "langchain_bm25_factory"]
+__all__ = ["LangChainEnsembleRetriever", "LangChainRetriever", "langchain_bm25_factory"]
 
 # Turns (query, documents) into one score per document; used where a library ranks by scores it hides.
 Scorer = Callable[[str, Sequence[Any]], Sequence[float | None]]
@@ -125,17 +126,23 @@ class LangChainRetriever:
             found.append((chunk_id, metadata, document))
         return found
 
-    def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> tuple[Hit, ...]:
-        """The retriever's top k documents for `query` as hits, filtered by the store (or by ragmorph if asked)."""
+    def documents(self, query: str, *, n: int, filters: Filters | None = None) -> list[tuple[str, Any]]:
+        """The retriever's best n `(chunk id, Document)` pairs for `query`, filtered by the store (or by ragmorph
+        if asked): what `retrieve` turns into hits, and what a fusion of several retrievers ranks."""
         if filters is None or filters.is_empty:
-            found = self._identified(query, k)
+            found = self._identified(query, n)
         elif self.filter_mapper is not None:
-            found = self._identified(query, k, self.filter_mapper(filters))
+            found = self._identified(query, n, self.filter_mapper(filters))
         elif self.ragmorph_filtered_by == "ragmorph":
-            found = fetch_identified(lambda n: self._identified(query, n), k=k, filters=filters, corpus=self.corpus)
+            found = fetch_identified(lambda m: self._identified(query, m), k=n, filters=filters, corpus=self.corpus)
         else:
             raise no_filters_error(repr(self), filters, "pass filter_mapper= turning Filters into the store's filter")
-        documents = [document for _, _, document in found]
+        return [(chunk_id, document) for chunk_id, _, document in found]
+
+    def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> tuple[Hit, ...]:
+        """The retriever's top k documents for `query` as hits, filtered by the store (or by ragmorph if asked)."""
+        found = self.documents(query, n=k, filters=filters)
+        documents = [document for _, document in found]
         if self._scorer is not None:
             scores: Sequence[float | None] = self._scorer(query, documents)
         elif self.score_key is not None:
@@ -144,7 +151,90 @@ class LangChainRetriever:
             scores = [None] * len(documents)
         return tuple(
             Hit(chunk_id, None if score is None else float(score), document.page_content)
-            for (chunk_id, _, document), score in zip(found, scores)
+            for (chunk_id, document), score in zip(found, scores)
+        )
+
+
+def _depth_setting(leg: Any) -> str:
+    """Where a leg takes its candidate count: ``k`` (BM25Retriever, TFIDFRetriever) or ``search_kwargs.k``
+    (a vector store's retriever)."""
+    for path in ("k", "search_kwargs.k"):
+        if _has_setting(leg, path):
+            return path
+    raise UsageError(
+        f"expected each EnsembleRetriever leg to take a candidate count (`k` or `search_kwargs`), got "
+        f"{describe(leg)}; pass legs= with a LangChainRetriever per leg naming its k_attr"
+    )
+
+
+class LangChainEnsembleRetriever:
+    """LangChain's `EnsembleRetriever` (weighted reciprocal rank fusion of its legs) as a ragmorph retriever.
+
+    Every call asks each leg for its best `depth` candidates under the filters (each leg filtered on its own,
+    as a hybrid search with a filter in every leg does), fuses them with the ensemble's own
+    `weighted_reciprocal_rank`, and cuts to k. The hit score is the fused score the ensemble sorted by,
+    ``sum(weight / (rank + c))``, which LangChain computes but does not return. Works with the class from
+    ``langchain_classic.retrievers`` and from ``langchain.retrievers`` (LangChain before 1.0).
+    """
+
+    def __init__(
+        self,
+        ensemble: Any,
+        *,
+        legs: Sequence[LangChainRetriever] | None = None,
+        depth: int = 100,
+        id_key: str = "id",
+        corpus: Corpus | None = None,
+    ) -> None:
+        if not all(hasattr(ensemble, name) for name in ("retrievers", "weights", "c", "weighted_reciprocal_rank")):
+            raise UsageError(
+                f"expected a LangChain EnsembleRetriever (retrievers, weights, c, weighted_reciprocal_rank), "
+                f"got ensemble={describe(ensemble)}"
+            )
+        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+            raise UsageError(f"expected depth to be a positive integer (candidates per leg), got depth={depth!r}")
+        if legs is None:
+            # A leg that cannot filter is filtered by ragmorph before fusion, which is still filtering inside it.
+            legs = [
+                LangChainRetriever(leg, id_key=id_key, k_attr=_depth_setting(leg), corpus=corpus, post_filter=True)
+                for leg in ensemble.retrievers
+            ]
+        legs = list(legs)
+        if len(legs) != len(ensemble.retrievers) or not all(isinstance(leg, LangChainRetriever) for leg in legs):
+            raise UsageError(
+                f"expected legs= to be one LangChainRetriever per ensemble leg ({len(ensemble.retrievers)}), "
+                f"got {describe(legs)}"
+            )
+        self.ensemble = ensemble
+        self.legs = legs
+        self.depth = depth
+        self.supports_filters = all(leg.supports_filters for leg in legs)
+        # Filter relations judge the legs that filter natively; with none, ragmorph did all the filtering.
+        native = any(leg.ragmorph_filtered_by == "retriever" for leg in legs)
+        self.ragmorph_filtered_by = "retriever" if native else "ragmorph"
+
+    def __repr__(self) -> str:
+        names = ", ".join(type(leg.retriever).__name__ for leg in self.legs)
+        return f"LangChainEnsembleRetriever([{names}], weights={list(self.ensemble.weights)}, depth={self.depth})"
+
+    def _key(self, document: Any) -> Any:
+        # The key the ensemble deduplicates by: the page content, unless it was given an id_key.
+        id_key = self.ensemble.id_key
+        return document.page_content if id_key is None else document.metadata[id_key]
+
+    def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> tuple[Hit, ...]:
+        """The ensemble's fused top k for `query`, each leg filtered and asked for `depth` candidates."""
+        found = [leg.documents(query, n=self.depth, filters=filters) for leg in self.legs]
+        chunk_ids = {id(document): chunk_id for pairs in found for chunk_id, document in pairs}
+        fused_score: dict[Any, float] = {}
+        for pairs, weight in zip(found, self.ensemble.weights):
+            for rank, (_, document) in enumerate(pairs, start=1):
+                key = self._key(document)
+                fused_score[key] = fused_score.get(key, 0.0) + weight / (rank + self.ensemble.c)
+        fused = self.ensemble.weighted_reciprocal_rank([[document for _, document in pairs] for pairs in found])
+        return tuple(
+            Hit(chunk_ids[id(document)], fused_score[self._key(document)], document.page_content)
+            for document in fused[:k]
         )
 
 
