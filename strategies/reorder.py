@@ -119,9 +119,13 @@ RELATIONS = (
         severity=Severity.HARD,
         check=_invariant,
         applies_to=("PermuteCorpus",),
+        hard_with=("single_list",),
         assumptions=(
             "exact search: approximate indexes (HNSW) built in another insertion order may return other neighbours",
             "scores do not depend on corpus order beyond floating-point noise",
+            "a single scored list (trait 'single_list'): a leg of a rank fusion may break its score ties by "
+            "insertion order, and the tied chunks then take other ranks and other fused scores (LangChain's "
+            "EnsembleRetriever over BM25Retriever does); without the trait, measured as a rate",
         ),
     ),
     Relation(

@@ -62,6 +62,8 @@ def _selective(rows: int = 300, owned: int = 6) -> tuple[Corpus, Case]:
 class LowEfHNSW:
     """Bug: a user's FAISS HNSW adapter with a tiny graph and beam (M=4, efSearch=4), not declared approximate."""
 
+    ragmorph_traits: tuple[str, ...] = ("single_list",)
+
     def __init__(self, corpus: Corpus) -> None:
         from ragmorph.adapters.faiss import FaissHNSWRetriever
 

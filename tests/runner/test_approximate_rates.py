@@ -13,7 +13,10 @@ CORPUS, CASES = er.small_world(40)
 
 class ScanLimitedBM25:
     """An approximate index in miniature: like an IVF probe or an HNSW `ef`, it scores only a candidate pool whose
-    size grows with k (the first 2k chunks in insertion order), so a larger k can find better chunks."""
+    size grows with k (the first 2k chunks in insertion order), so a larger k can find better chunks. One scored
+    list, as its user would declare (reorder.invariant presumes it)."""
+
+    ragmorph_traits: tuple[str, ...] = ("single_list",)
 
     def __init__(self, corpus: Corpus) -> None:
         self.corpus = corpus
@@ -28,7 +31,7 @@ class ScanLimitedBM25:
 class DeclaredApproximate(ScanLimitedBM25):
     """The same index, declaring what it is."""
 
-    ragmorph_traits = ("approximate",)
+    ragmorph_traits = ("approximate", "single_list")
 
 
 STRATEGIES = ["cutoff", "reorder"]

@@ -54,12 +54,14 @@ def test_the_report_suggests_lexical_for_a_plain_bm25_and_not_for_a_dense_retrie
     assert "trait suggestions" in render_summary(data) and "declare `lexical`" in render_summary(data)
 
 
-def test_single_list_is_suggested_from_either_copy_relation_and_enables_both() -> None:
+def test_single_list_is_suggested_from_either_copy_relation_and_enables_its_relations() -> None:
     # A retriever without add() (no AddExisting probes) still shows the shape through its updates.
     rows = [Row("store", "lifecycle.updated_copy_ties", (MIN_PROBES, MIN_PROBES))]
     (found,) = suggest_traits(rows, {}, CATALOG)
     assert (found.trait, found.held, found.tested) == ("single_list", MIN_PROBES, MIN_PROBES)
-    assert set(found.enables) == {"lifecycle.updated_copy_ties", "lifecycle.added_existing_one_version"}
+    assert set(found.enables) == {
+        "lifecycle.updated_copy_ties", "lifecycle.added_existing_one_version", "reorder.invariant"
+    }
     # One tie broken (rank fusion) is no evidence of one scored list.
     assert not suggest_traits([Row("rrf", "lifecycle.updated_copy_ties", (MIN_PROBES, MIN_PROBES + 1))], {}, CATALOG)
 

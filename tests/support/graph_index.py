@@ -29,8 +29,10 @@ __all__ = ["IntegerHNSW"]
 
 
 class IntegerHNSW:
-    """A one-layer HNSW graph over word counts, searched with a beam of `ef` (at least k); not declared approximate."""
+    """A one-layer HNSW graph over word counts, searched with a beam of `ef` (at least k); not declared approximate.
+    One scored list, as its user would declare (reorder.invariant presumes it)."""
 
+    ragmorph_traits: tuple[str, ...] = ("single_list",)
     m = 2
     ef = 4
 
