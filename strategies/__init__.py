@@ -1,6 +1,6 @@
 """Hypothesis strategies that perturb retrieval worlds, one module per family, and the relation catalog.
 
-Each family module (`ragmorph.strategies.reorder`, `.removal`, `.claims`, `.distractors`, `.supersede`,
+Each family module (`ragmorph.strategies.reorder`, `.removal`, `.claims`, `.distractors`, `.duplicate`, `.supersede`,
 `.tenancy`, `.filtering`, `.cutoff`, `.depth`, `.query`, `.odd_query`, `.repeat`, `.state`, `.lifecycle`,
 `.approximate`, `.scale`, `.contract`) exposes a strategy function drawing perturbations for a given world, the
 perturbation classes, `RELATIONS` and `FAMILY`. `CATALOG` lists every relation; `FAMILIES` maps family names to
@@ -21,6 +21,7 @@ from . import (
     cutoff,
     depth,
     distractors,
+    duplicate,
     filtering,
     lifecycle,
     odd_query,
@@ -70,8 +71,8 @@ __all__ = [
 FAMILIES: dict[str, Family] = {
     module.FAMILY.name: module.FAMILY
     for module in (
-        reorder, removal, claims, distractors, supersede, tenancy, filtering, cutoff, depth, query, odd_query, repeat,
-        state, lifecycle, approximate, scale, contract,
+        reorder, removal, claims, distractors, duplicate, supersede, tenancy, filtering, cutoff, depth, query, odd_query,
+        repeat, state, lifecycle, approximate, scale, contract,
     )
 }
 

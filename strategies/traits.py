@@ -40,7 +40,7 @@ TRAIT_EVIDENCE: dict[str, _Evidence] = {
     ),
     "exact_deltas": _Evidence(("lifecycle.edit_equals_fresh_rate",), "every edit ranked like a fresh index of the edited corpus"),
     "single_list": _Evidence(
-        ("lifecycle.updated_copy_ties", "lifecycle.added_existing_one_version"),
+        ("lifecycle.updated_copy_ties", "lifecycle.added_existing_one_version", "duplicate.copy_ties"),
         "two chunks with the same content scored alike (no rank fusion breaking their tie)",
         any_kind=True,
     ),

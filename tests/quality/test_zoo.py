@@ -118,3 +118,18 @@ def test_correct_retrievers_pass_every_hard_relation(name: str, factory: Any) ->
     assert not hard_failures(report), {r: f["reason"] for r, f in hard_failures(report).items()}
     assert report["summary"]["error"] == 0
     assert report["summary"]["pass"] > 0
+
+
+def test_a_plain_single_list_gets_the_single_list_suggestion_that_makes_reorder_invariant_hard() -> None:
+    # Without add or update, the evidence is the duplicate family's copies scoring like their originals.
+    from support.zoo import DropsLastChunk
+
+    class Undeclared(DropsLastChunk):
+        ragmorph_traits = ()
+
+    world = demo_world()
+    report = check({"undeclared": Undeclared}, world.corpus, world.cases).to_dict()
+    assert not hard_failures(report)
+    (suggestion,) = [s for s in report["suggestions"] if s["trait"] == "single_list"]
+    assert "reorder.invariant" in suggestion["enables"]
+    assert "duplicate.copy_ties" in suggestion["evidence"] and suggestion["held"] == suggestion["tested"] >= 10

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
@@ -123,8 +125,8 @@ def test_catalog_covers_every_family_with_stated_rows() -> None:
     # Opt-in: worlds of thousands of chunks, run by `--profile scale` or by name.
     assert not FAMILIES["scale"].default and FAMILIES["scale"].grows_corpus
     assert set(DEFAULT_SUITE) == set(FAMILIES) - {"scale"} == {
-        "reorder", "removal", "claims", "distractors", "supersede", "tenancy", "filters", "cutoff", "depth",
-        "query", "odd_query", "repeat", "state", "lifecycle", "approximate", "contract",
+        "reorder", "removal", "claims", "distractors", "duplicate", "supersede", "tenancy", "filters", "cutoff",
+        "depth", "query", "odd_query", "repeat", "state", "lifecycle", "approximate", "contract",
     }
     for relation in CATALOG:
         row = relation.describe()
@@ -156,3 +158,27 @@ def test_the_vocabulary_is_what_faker_draws_with_every_provider_loaded() -> None
     from faker import Faker
 
     assert vocabulary() == vocabulary_from(Faker("la"), Faker("en_US"))
+
+
+def test_a_copy_scores_like_its_original_in_a_single_list_and_is_judged_only_when_both_are_returned() -> None:
+    from ragmorph.model import Case, Chunk, Corpus, Hit, Params, World
+    from ragmorph.relations import Observation, Ranking
+    from ragmorph.strategies.duplicate import AddCopy
+
+    world = World(Corpus([Chunk("a", "leave policy", tenant="t", metadata={"x": 1}), Chunk("b", "other")]),
+                  Case("q", "leave"), Params(k=3))
+    plan = AddCopy(k=3, original="a", copy_id="a~copy", at=0)
+    follow_world = plan.apply(world)
+    assert follow_world.corpus.ids[0] == "a~copy" and plan.referenced_ids() == ("a",)
+    assert follow_world.corpus["a~copy"].metadata == {"x": 1} and follow_world.corpus["a~copy"].tenant == "t"
+    check = strategies.relation("duplicate.copy_ties").check
+    base = Observation(world, Ranking(()))
+
+    def judged(*hits: Hit) -> Any:
+        return check(base, Observation(follow_world, Ranking(hits)))
+
+    held = judged(Hit("a", 0.5), Hit("a~copy", 0.5))
+    assert held.applicable and held.holds
+    broken = judged(Hit("a~copy", 0.0164), Hit("a", 0.0161))
+    assert not broken.holds and "0.0164" in broken.detail and "rank fusion" in broken.detail
+    assert not judged(Hit("a", 0.5)).applicable

@@ -60,7 +60,7 @@ def test_single_list_is_suggested_from_either_copy_relation_and_enables_its_rela
     (found,) = suggest_traits(rows, {}, CATALOG)
     assert (found.trait, found.held, found.tested) == ("single_list", MIN_PROBES, MIN_PROBES)
     assert set(found.enables) == {
-        "lifecycle.updated_copy_ties", "lifecycle.added_existing_one_version", "reorder.invariant"
+        "lifecycle.updated_copy_ties", "lifecycle.added_existing_one_version", "reorder.invariant", "duplicate.copy_ties"
     }
     # One tie broken (rank fusion) is no evidence of one scored list.
     assert not suggest_traits([Row("rrf", "lifecycle.updated_copy_ties", (MIN_PROBES, MIN_PROBES + 1))], {}, CATALOG)
