@@ -38,6 +38,7 @@ from hypothesis import strategies as st
 
 from ragmorph.model import Chunk, Corpus, World
 from ragmorph.relations import (
+    NO_SCORES,
     Call,
     Direction,
     Edit,
@@ -453,7 +454,7 @@ def added_existing_one_version(base: Observation, follow: Observation) -> Verdic
     for added, original in judged:
         a, b = scores[added], scores[original]
         if a is None or b is None:
-            return Verdict.not_applicable("the retriever gives no scores, so ties cannot be judged")
+            return Verdict.not_applicable(NO_SCORES)
         if not scores_tied(a, b):
             return Verdict.broken(
                 f"chunk {added!r} was added again (an id the index held) with the content of {original!r}: the ranking "
@@ -476,7 +477,7 @@ def updated_copy_ties(base: Observation, follow: Observation) -> Verdict:
             continue
         a, b = scores[updated], scores[original]
         if a is None or b is None:
-            return Verdict.not_applicable("the retriever gives no scores, so ties cannot be judged")
+            return Verdict.not_applicable(NO_SCORES)
         if not scores_tied(a, b):
             return Verdict.broken(
                 f"chunk {updated!r} was updated to the content of {original!r}, yet it scores {a:.6g} against {b:.6g}. "

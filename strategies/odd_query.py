@@ -19,7 +19,7 @@ import attrs
 from hypothesis import strategies as st
 
 from ragmorph.model import Corpus, Filters, World
-from ragmorph.relations import Direction, Observation, Relation, Severity, Verdict, compare_up_to_ties
+from ragmorph.relations import NO_SCORES, Direction, Observation, Relation, Severity, Verdict, compare_up_to_ties
 
 from ._core import Family, PerturbationBase, default_filters, ks_strategy, query_tokens, token_index, vocabulary
 from .filtering import follow_admitted_only
@@ -144,7 +144,7 @@ def nfkc_words(query: str) -> tuple[str, ...]:
 def _unrelated_unmatched(base: Observation, follow: Observation) -> Verdict:
     hits = follow.ranking.hits
     if any(not hit.has_finite_score for hit in hits):
-        return Verdict.not_applicable("the retriever gives no scores")
+        return Verdict.not_applicable(NO_SCORES)
     for rank, hit in enumerate(hits, start=1):
         if hit.score > 0:  # type: ignore[operator]
             return Verdict.broken(f"query {follow.world.case.query!r} shares no word with the corpus, yet {hit.id!r} scores {hit.score:.6g} at rank {rank}")

@@ -28,6 +28,7 @@ __all__ = [
     "Relation",
     "Role",
     "Severity",
+    "NO_SCORES",
     "Verdict",
     "compare_up_to_ties",
     "scores_tied",
@@ -36,6 +37,12 @@ __all__ = [
 # Two scores closer than this (relative to their size) count as a tie: re-indexing a permuted corpus may sum
 # the same floats in another order, which moves scores in their last bits without changing the retriever.
 TIE_TOLERANCE = 1e-6
+
+# Why a relation that compares scores cannot judge a retriever without them, and how to give them.
+NO_SCORES = (
+    "the retriever returned hits without finite scores, so ties cannot be told apart; return each hit's score "
+    "(LangChainRetriever: score_key= or scorer=; HTTPRetriever: score_field=; your own code: Hit(id, score))"
+)
 
 
 class Direction(enum.Enum):
@@ -353,7 +360,7 @@ def compare_up_to_ties(
     `expected` carries no finite scores (ties cannot be told apart).
     """
     if any(not hit.has_finite_score for hit in expected):
-        return Verdict.not_applicable("the retriever returned hits without finite scores, so ties are unknown")
+        return Verdict.not_applicable(NO_SCORES)
     if len(actual) != len(expected):
         return Verdict.broken(
             f"expected {len(expected)} hit{'' if len(expected) == 1 else 's'}, got {len(actual)}: "
