@@ -713,12 +713,16 @@ def command_init(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     cases = Path(args.cases) if args.cases else folder / "data" / "cases.jsonl"
     files = scaffold_files(folder=folder, corpus=corpus, cases=cases)
     # lexists: a dangling symlink is an existing name too; writing through or over it is never init's to decide.
-    existing = [name for name in files if os.path.lexists(folder / name)]
-    if existing:
+    # A file the user already has (often their own adapter) is kept and the rest is written, so a rerun after
+    # editing one file completes the scaffold instead of refusing it.
+    broken = [name for name in files if os.path.lexists(folder / name) and not (folder / name).exists()]
+    if broken:
         raise UsageError(
-            f"expected no existing {', '.join(existing)} in {str(folder)!r}, got existing files: "
-            "ragmorph init never overwrites; move them away or choose another DIR"
+            f"expected no existing {', '.join(broken)} in {str(folder)!r} that is a symlink to nothing: keeping it "
+            "would leave a scaffold that cannot run; fix or remove the link"
         )
+    kept = [folder / name for name in files if os.path.lexists(folder / name)]
+    files = {name: text for name, text in files.items() if folder / name not in kept}
     dangling = [str(path) for path in (corpus, cases) if os.path.lexists(path) and not path.exists()]
     if dangling:
         raise UsageError(
@@ -741,12 +745,14 @@ def command_init(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if not corpus.exists():
             _write_sample_world(corpus, cases, written)
     except BaseException:
-        # All or nothing: a half-written scaffold would make the rerun refuse ("existing files").
+        # All or nothing: a half-written scaffold would be kept by the rerun as if it were the user's.
         for path in written:
             path.unlink(missing_ok=True)
         raise
     for path in written:
         out.write(f"created {path}\n")
+    for path in kept:
+        out.write(f"kept {path} (exists; ragmorph init never overwrites)\n")
     where = "" if folder.resolve() == Path.cwd().resolve() else f"cd {folder} && "
     out.write(
         "next: run the suite on the sample data, then edit ragmorph_adapter.py to call your retriever and point "
@@ -1079,7 +1085,8 @@ def build_parser() -> argparse.ArgumentParser:
         command_init,
         "Scaffold ragmorph.toml (the config `ragmorph run` and the pytest plugin read), ragmorph_adapter.py (a "
         "factory template around your retriever), test_ragmorph.py (a pytest file using the plugin) and, unless "
-        "the corpus and cases exist, a small sample corpus and cases to try them on. Never overwrites a file.",
+        "the corpus and cases exist, a small sample corpus and cases to try them on. Never overwrites a file: one that "
+        "exists is kept (and named) and the missing ones are written.",
         """
         ragmorph init tests/retrieval --corpus data/corpus.jsonl --cases data/cases.jsonl
         """,

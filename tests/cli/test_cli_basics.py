@@ -136,20 +136,34 @@ def test_init_paths_in_the_config_are_relative_to_it_and_existing_data_is_kept(
 
 
 @pytest.mark.parametrize("existing", ["ragmorph.toml", "ragmorph_adapter.py", "test_ragmorph.py"])
-def test_init_never_overwrites_and_writes_nothing_when_one_file_exists(
+def test_init_keeps_an_existing_file_writes_the_missing_ones_and_names_what_it_kept(
     existing: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / existing).write_text("# mine\n", encoding="utf-8")
-    assert main(["init", str(tmp_path)]) == EXIT_USAGE
-    err = capsys.readouterr().err
-    assert err.startswith("ragmorph: error: expected no existing")
-    assert existing in err and "never overwrites" in err
+    assert main(["init", str(tmp_path)]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert f"kept {tmp_path / existing} (exists; ragmorph init never overwrites)" in out
     assert (tmp_path / existing).read_text(encoding="utf-8") == "# mine\n"
-    assert sorted(p.name for p in tmp_path.iterdir()) == [existing]
+    others = {"ragmorph.toml", "ragmorph_adapter.py", "test_ragmorph.py"} - {existing}
+    for name in others:
+        assert f"created {tmp_path / name}" in out
+        assert (tmp_path / name).stat().st_size > 0
+    assert (tmp_path / "data" / "corpus.jsonl").is_file()
+
+
+def test_init_with_every_file_present_writes_nothing_and_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["init", str(tmp_path)]) == EXIT_OK
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    capsys.readouterr()
+    assert main(["init", str(tmp_path)]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "created" not in out and out.count("kept ") == 3
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
 
 
 def test_debug_shows_the_traceback(tmp_path: Path) -> None:
-    (tmp_path / "test_ragmorph.py").write_text("# mine\n", encoding="utf-8")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "corpus.jsonl").write_text("mine\n", encoding="utf-8")  # corpus without cases: refused
     with pytest.raises(UsageError):
         main(["--debug", "init", str(tmp_path)])
     with pytest.raises(UsageError):
@@ -157,7 +171,8 @@ def test_debug_shows_the_traceback(tmp_path: Path) -> None:
 
 
 def test_console_script_exits_with_the_code_and_no_traceback(tmp_path: Path) -> None:
-    (tmp_path / "ragmorph_adapter.py").write_text("# mine\n", encoding="utf-8")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "cases.jsonl").write_text("mine\n", encoding="utf-8")
     done = subprocess.run(
         [sys.executable, "-m", "ragmorph.cli", "init", str(tmp_path)], capture_output=True, text=True, timeout=60
     )
