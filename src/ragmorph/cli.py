@@ -375,8 +375,16 @@ def _traits_option(text: str) -> tuple[str, tuple[str, ...]]:
     return name.strip(), names
 
 
-def run_config(args: argparse.Namespace, cwd: Path | None = None) -> Any:
-    """The run's Config: the config file (`--config`, else the nearest one) with every given flag on top."""
+_OUTPUT_KEYS = ("json", "html", "junit", "replays")
+
+
+def run_config(args: argparse.Namespace, cwd: Path | None = None, notes: list[str] | None = None) -> Any:
+    """The run's Config: the config file (`--config`, else the nearest one) with every given flag on top.
+
+    An output given on the command line (a report or --replay-dir) replaces the file's `[outputs]` as a whole:
+    a side run with `--json X` must not overwrite the main HTML report with another run's. What the file named
+    and this run will not write is appended to `notes`, for the caller to say.
+    """
     import attrs
 
     from .config import Config, find_config, load_config, retriever_entries
@@ -430,6 +438,14 @@ def run_config(args: argparse.Namespace, cwd: Path | None = None) -> Any:
     if any(value is not None for value in world.values()):
         # A world named on the command line replaces the file's world as a whole, not field by field.
         overrides.update(world)
+    if any(flags[key] is not None for key in _OUTPUT_KEYS):
+        dropped = [key for key in _OUTPUT_KEYS if flags[key] is None and getattr(config, key) is not None]
+        if dropped and notes is not None:
+            notes.append(
+                "outputs given on the command line replace the config's [outputs]: not writing "
+                + ", ".join(f"{key} = {str(getattr(config, key))!r}" for key in dropped)
+            )
+        overrides.update({key: flags[key] for key in _OUTPUT_KEYS})
     config = attrs.evolve(config, **overrides)
     if args.traits:
         known = {entry.name: entry for entry in config.retrievers}
@@ -450,7 +466,10 @@ def run_config(args: argparse.Namespace, cwd: Path | None = None) -> Any:
 
 def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run the metamorphic suite over the user's retrievers, print the outcome, write the report files."""
-    config = run_config(args)
+    notes: list[str] = []
+    config = run_config(args, notes=notes)
+    for note in notes:
+        err.write(f"ragmorph: note: {note}\n")
     source = f" (config {config.path})" if config.path is not None else ""
     from .adapters import Configured, is_file_spec, load_retriever
     from .reporting import WRITERS
@@ -526,6 +545,19 @@ def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     out.write("\n" + render_comparison(comparison) + "\n")
     # Violations of this run come first (exit 1 or 3); otherwise the comparison decides.
     return int(report.exit_code) or int(comparison["summary"]["exit_code"])
+
+
+def command_report(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Re-render a saved report.json: the terminal summary, and the files asked for; exit as the run did."""
+    from .reporting import WRITERS, load_report
+
+    source = _existing_file(args.file, "FILE")
+    outputs = {writer.flag: getattr(args, writer.name) for writer in WRITERS.values()}
+    _check_outputs({"FILE": source}, outputs)
+    data = load_report(source)
+    print_outcome(data, out)
+    _write_reports(data, out, json_path=args.json, junit=args.junit, html=args.html)
+    return int(data["summary"].get("exit_code", EXIT_OK))
 
 
 # ------------------------------------------------------------------------------------------------- replay
@@ -1032,6 +1064,22 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--json", metavar="FILE", help="write the ragmorph.compare/1 JSON")
     compare.add_argument("--html", metavar="FILE", help="write a self-contained HTML comparison with a per-query delta plot")
     compare.add_argument("--junit", metavar="FILE", help="write JUnit XML (a testcase per metric and per critical case)")
+
+    report = _command(
+        commands,
+        "report",
+        command_report,
+        "Re-render a report.json written by `run`: print its summary and minimal cases, and write the formats asked "
+        "for from that one run (the report file is validated first and never modified). Exits with the code of the "
+        "run that wrote it.",
+        """
+        ragmorph report ragmorph-report/report.json --html report.html
+        ragmorph report report.json --junit junit.xml
+        """,
+    )
+    report.add_argument("file", metavar="FILE", help="a ragmorph.report/1 JSON file written by `run`")
+    for writer in WRITERS.values():
+        report.add_argument(writer.flag, metavar="FILE", help=writer.help)
 
     replay = _command(
         commands,

@@ -24,6 +24,7 @@
 
 Precedence, highest first: a command-line flag, a key of the file, the profile, the built-in default; a profile
 named on the command line (`--profile smoke`) also beats the file's budget keys (ks, max_examples, fail_fast).
+An output flag (`--json`, `--html`, `--junit`, `--replay-dir`) replaces the whole `[outputs]` table.
 Every key is checked: an unknown key, a wrong type or a missing file is an InputError naming the file and key.
 """
 

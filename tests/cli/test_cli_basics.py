@@ -13,7 +13,7 @@ from ragmorph.adapters import load_retriever as load_retriever_spec
 from ragmorph.cli import EXIT_OK, EXIT_USAGE, format_error, main
 from ragmorph.errors import InputError, UsageError
 
-COMMANDS = ("metrics", "run", "replay", "strategies", "demo", "init")
+COMMANDS = ("metrics", "run", "report", "replay", "strategies", "demo", "init")
 
 
 def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
