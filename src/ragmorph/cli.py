@@ -464,6 +464,22 @@ def run_config(args: argparse.Namespace, cwd: Path | None = None, notes: list[st
     return config
 
 
+# Seconds between progress lines when stderr is not a terminal (a CI log, a pipe): a run is never silent for long.
+PROGRESS_EVERY = 5.0
+
+
+def _speed_hint(config: Any, args: argparse.Namespace) -> str | None:
+    """What would make a run of slow calls shorter, leaving out what this run already uses (None: nothing left)."""
+    ways = []
+    if config.profile != "smoke" and args.profile != "smoke":
+        ways.append("--profile smoke runs a budget of minutes")
+    if not args.concurrency:
+        ways.append("--concurrency N overlaps calls that wait on a service")
+    if not args.jobs:
+        ways.append("--jobs N runs units in N processes")
+    return "; ".join(ways) if ways else None
+
+
 def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run the metamorphic suite over the user's retrievers, print the outcome, write the report files."""
     notes: list[str] = []
@@ -502,7 +518,7 @@ def command_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         source=source,
     )
     _require_some(cases, config.cases or config.beir, "case")
-    bar = ProgressBar(0, err)
+    bar = ProgressBar(0, err, log_every=PROGRESS_EVERY, hint=_speed_hint(config, args))
     try:
         report = check(
             config.targets(),

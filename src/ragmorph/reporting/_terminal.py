@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 import time
 import unicodedata
 from collections.abc import Callable, Mapping
@@ -303,10 +304,15 @@ def render_report(report: Mapping[str, Any], *, color: bool = False, max_violati
 
 
 class ProgressBar:
-    """A one-line progress bar that draws only on a TTY and only once a run has lasted `delay` seconds.
+    """Progress of a run: a one-line bar on a TTY, and (with `log_every`) a plain line every few seconds elsewhere.
 
-    Short runs and redirected output stay silent, so logs and captured output never fill with carriage returns.
-    Use `update(n)` per finished unit (or call the bar with `(done, total)`), and `close()` at the end.
+    On a TTY the bar draws only once a run has lasted `delay` seconds, so short runs stay silent. Off a TTY (a CI
+    log, a pipe) nothing is drawn unless `log_every` is set: then a background thread writes a line every
+    `log_every` seconds (units done/total, retriever calls, seconds per call, an ETA from them), so a run of
+    slow calls is never silent for minutes. Once the measured calls show a long run of slow calls (at least
+    `slow_call` seconds each and `long_run` seconds in all), `hint` is written once. Use `update(n)` per finished
+    unit (or call the bar with `(done, total)`), `record_calls(n)` with each unit's retriever calls (`check`
+    does), and `close()` at the end.
     """
 
     def __init__(
@@ -318,6 +324,10 @@ class ProgressBar:
         width: int = 30,
         label: str = "ragmorph",
         clock: Callable[[], float] = time.monotonic,
+        log_every: float | None = None,
+        hint: str | None = None,
+        slow_call: float = 0.02,
+        long_run: float = 60.0,
     ) -> None:
         self.total = max(int(total), 0)
         self.stream = stream if stream is not None else sys.stderr
@@ -326,16 +336,34 @@ class ProgressBar:
         self.label = label
         self.clock = clock
         self.done = 0
+        self.calls = 0
+        self.measured = 0  # the units whose calls are in `calls` (a batch's calls arrive before its units' updates)
         self.started = clock()
         self.drawn = False
+        self.hint = hint
+        self.slow_call = slow_call
+        self.long_run = long_run
+        self.hinted = False
         self._last_draw = float("-inf")
         isatty = getattr(self.stream, "isatty", None)
         self.enabled = bool(isatty and isatty())
+        # The stream is written from the caller's thread and the logging thread: one writer at a time.
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._logger: threading.Thread | None = None
+        if log_every is not None and not self.enabled:
+            self._logger = threading.Thread(target=self._log, args=(log_every,), name="ragmorph-progress", daemon=True)
+            self._logger.start()
 
     def update(self, n: int = 1) -> None:
         """Record `n` more finished units and redraw when due."""
         self.done = min(self.done + n, self.total) if self.total else self.done + n
         self._maybe_draw()
+
+    def record_calls(self, calls: int, units: int = 1) -> None:
+        """Record the retriever calls that `units` finished units spent: they give the seconds per call and the ETA."""
+        self.calls += max(int(calls), 0)
+        self.measured += max(int(units), 0)
 
     def __call__(self, done: int, total: int | None = None, *_unit: object) -> None:
         """Callback form for `check(progress=bar)`: `(done, total, unit)` sets the absolute count (unit ignored)."""
@@ -344,17 +372,73 @@ class ProgressBar:
         self.done = done
         self._maybe_draw()
 
+    def seconds_per_call(self, elapsed: float) -> float | None:
+        """Wall-clock seconds per retriever call so far (None before any call was recorded)."""
+        return elapsed / self.calls if self.calls else None
+
+    def eta(self, elapsed: float) -> float | None:
+        """Seconds left: the calls the remaining units will make (at this run's calls per unit) times seconds per call."""
+        per_call = self.seconds_per_call(elapsed)
+        if per_call is None or not self.measured or not self.total:
+            return None
+        return self._calls_left() * per_call
+
+    def _calls_left(self) -> float:
+        return self.calls / self.measured * max(self.total - self.measured, 0) if self.measured else 0.0
+
     def _maybe_draw(self) -> None:
+        now = self.clock()
+        self._maybe_hint(now - self.started)
         if not self.enabled:
             return
-        now = self.clock()
         finished = self.total and self.done >= self.total
         if now - self.started < self.delay or (now - self._last_draw < 0.1 and not finished):
             return
         self._last_draw = now
         self.drawn = True
-        self.stream.write("\r" + self.line(now - self.started))
-        self.stream.flush()
+        with self._lock:
+            self.stream.write("\r" + self.line(now - self.started))
+            self.stream.flush()
+
+    def _maybe_hint(self, elapsed: float) -> None:
+        """Once: when calls are slow and the run long, say what makes it shorter (the `hint`)."""
+        per_call = self.seconds_per_call(elapsed)
+        eta = self.eta(elapsed)
+        # A pace measured on one unit and a couple of calls is mostly start-up time: wait for a sample.
+        if self.hint is None or self.hinted or eta is None or per_call is None or self.measured < 2 or self.calls < 10:
+            return
+        if per_call < self.slow_call or elapsed + eta < self.long_run:
+            return
+        left = self._calls_left()
+        with self._lock:
+            if self.hinted:  # the other thread got here first
+                return
+            self.hinted = True
+            self.stream.write(
+                ("\r\n" if self.drawn else "")
+                + f"{self.label}: retriever calls take {per_call:.2f} s each and this run needs about {left:,.0f} more "
+                f"(about {_duration(eta)}): {self.hint}\n"
+            )
+            self.stream.flush()
+
+    def _log(self, every: float) -> None:
+        while not self._stop.wait(every):
+            elapsed = self.clock() - self.started
+            self._maybe_hint(elapsed)
+            with self._lock:
+                self.stream.write(self.log_line(elapsed) + "\n")
+                self.stream.flush()
+
+    def log_line(self, elapsed: float) -> str:
+        """The plain progress line, e.g. `ragmorph: 12/40 units, 300 calls (0.18 s/call), 54s elapsed, about 2m left`."""
+        parts = [f"{self.label}: {self.done}/{self.total or '?'} units", f"{self.calls:,} retriever calls"]
+        per_call = self.seconds_per_call(elapsed)
+        if per_call is not None:
+            parts[-1] += f" ({per_call:.3f} s/call)"
+        parts.append(f"{_duration(elapsed)} elapsed")
+        eta = self.eta(elapsed)
+        parts.append("no unit finished yet" if eta is None else f"about {_duration(eta)} left")
+        return ", ".join(parts)
 
     def line(self, elapsed: float) -> str:
         """The bar text for the current count, e.g. `ragmorph [#####.....] 12/40 (30%) 3s`."""
@@ -364,10 +448,14 @@ class ProgressBar:
         return f"{self.label} [{bar}] {self.done}/{self.total} ({share:.0%}) {elapsed:.0f}s"
 
     def close(self) -> None:
-        """End the line if the bar was drawn; silent otherwise."""
+        """Stop the logging thread; end the line if the bar was drawn; silent otherwise."""
+        self._stop.set()
+        if self._logger is not None and self._logger is not threading.current_thread():
+            self._logger.join()
         if self.drawn:
-            self.stream.write("\n")
-            self.stream.flush()
+            with self._lock:
+                self.stream.write("\n")
+                self.stream.flush()
             self.drawn = False
 
     def __enter__(self) -> ProgressBar:
@@ -375,3 +463,13 @@ class ProgressBar:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _duration(seconds: float) -> str:
+    """`42s`, `3m10s`, `1h05m`: a length of time for a progress line."""
+    seconds = max(int(round(seconds)), 0)
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"

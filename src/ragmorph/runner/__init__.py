@@ -231,7 +231,9 @@ def check(
 
     `retrievers` is a retriever, a factory (a callable taking the corpus), an import string, or a mapping
     name -> any of those. `traits` declares retriever properties some hard relations presume (e.g.
-    {"bm25": ["lexical"]}). `progress(done, total, unit)` is called after each unit, in plan order. `fail_fast`
+    {"bm25": ["lexical"]}). `progress(done, total, unit)` is called after each unit, in plan order (and, when
+    it has one, `progress.record_calls(calls, units)` with the retriever calls of each batch of units that
+    finished, before their progress calls). `fail_fast`
     stops after the first unit with a hard violation; the report then holds the units up to it.
 
     `jobs` > 1 runs the units in that many local processes; `executor` is one of EXECUTORS ("serial",
@@ -251,6 +253,9 @@ def check(
         derandomize=derandomize, replay_dir=replay_dir, timeout=timeout, traits=traits, budget=budget,
     )
     work = _batches(units)
+    # A progress object that also takes retriever calls (reporting.ProgressBar) gets each batch's calls and units
+    # before their progress calls, for its seconds per call and ETA; a plain callable gets (done, total, unit).
+    record_calls = getattr(progress, "record_calls", None)
     arrived: dict[int, tuple[tuple[Result, ...], ...]] = {}
     results: list[Result] = []
     done, folded, stopped = 0, 0, False
@@ -263,7 +268,11 @@ def check(
             for index, outcome in finished:
                 arrived[index] = outcome
                 while folded in arrived and not stopped:
-                    for unit, found in zip(work[folded], arrived.pop(folded)):
+                    outcome = arrived.pop(folded)
+                    if record_calls is not None:
+                        # The batch's calls were all spent by now, whichever of its units is reported first.
+                        record_calls(sum(max((r.retriever_calls for r in found), default=0) for found in outcome), len(outcome))
+                    for unit, found in zip(work[folded], outcome):
                         results.extend(found)
                         done += 1
                         if progress is not None:
