@@ -80,8 +80,10 @@ class Profile:
 
 PROFILES: dict[str, Profile] = {
     "default": Profile(25, DEFAULT_KS, False, "25 perturbations per retriever x case x strategy, k 1,3,5,10"),
-    # Few examples and two cutoffs: every relation still runs on every case, so a leak still shows, in seconds.
-    "smoke": Profile(5, (1, 5), True, "5 perturbations, k 1,5, stop at the first hard violation"),
+    # Few examples, every family on every case: one hard violation must not hide the others (a run that stopped
+    # at the first one ran 23 of 336 units and never reached the removal family). k 20 looks past a candidate
+    # pool of 10, where a chunk an index still holds after a delete, or another tenant's, lands in a hybrid.
+    "smoke": Profile(5, (1, 5, 20), False, "5 perturbations, k 1,5,20, every family (one violation hides no other)"),
     # The opt-in scale family alone: every example builds two indexes of 5,000 chunks, so few examples, and the
     # k at which candidate pools (ef_search = 40) are asked for a full page.
     "scale": Profile(

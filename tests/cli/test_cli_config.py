@@ -74,7 +74,7 @@ def test_pyproject_tool_table_is_found_from_a_subfolder(world: Path, capsys: pyt
     (world / "sub").mkdir()
     monkeypatch.chdir(world / "sub")
     assert main(["run"]) == EXIT_OK
-    assert "k 1,5 · max_examples 5" in capsys.readouterr().out, "the smoke profile's budget"
+    assert "k 1,5,20 · max_examples 5" in capsys.readouterr().out, "the smoke profile's budget"
     (world / "pyproject.toml").write_text(
         (world / "pyproject.toml").read_text(encoding="utf-8").replace('profile = "smoke"', "ks = [3]\nmax_examples = 2"),
         encoding="utf-8",
@@ -82,7 +82,7 @@ def test_pyproject_tool_table_is_found_from_a_subfolder(world: Path, capsys: pyt
     assert main(["run"]) == EXIT_OK
     assert "k 3 · max_examples 2" in capsys.readouterr().out, "the file's keys"
     assert main(["run", "--profile", "smoke"]) == EXIT_OK
-    assert "k 1,5 · max_examples 5" in capsys.readouterr().out, "a profile flag beats the file's budget keys"
+    assert "k 1,5,20 · max_examples 5" in capsys.readouterr().out, "a profile flag beats the file's budget keys"
     assert main(["run", "--profile", "smoke", "--k", "3"]) == EXIT_OK
     assert "k 3 · max_examples 5" in capsys.readouterr().out, "an explicit flag beats the profile flag"
 

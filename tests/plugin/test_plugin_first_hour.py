@@ -152,7 +152,7 @@ def test_the_header_prints_the_settings_each_suite_runs_with(pytester: pytest.Py
     assert result.ret == 0, result.stdout.str()
     result.stdout.fnmatch_lines([f"ragmorph: seed=0 derandomize={DERANDOMIZE} (repeat with --hypothesis-seed=0)"])
     result.stdout.fnmatch_lines_random([
-        f"ragmorph: seed=0 max_examples=7 derandomize={DERANDOMIZE} ks=1,5 for tests/test_config.py::ragmorph_suite",
+        f"ragmorph: seed=0 max_examples=7 derandomize={DERANDOMIZE} ks=1,5,20 for tests/test_config.py::ragmorph_suite",
         f"ragmorph: seed=0 max_examples=4 derandomize={DERANDOMIZE} ks=1,3 for tests/test_declared.py::ragmorph_suite",
     ])
     assert "max_examples=25" not in result.stdout.str()
@@ -160,8 +160,8 @@ def test_the_header_prints_the_settings_each_suite_runs_with(pytester: pytest.Py
     assert values == {"7", "4"}
     # A command-line budget is session-wide: the header says it, and every suite's line agrees.
     result = pytester.runpytest_inprocess(str(tests), "--ragmorph-profile", "smoke", "-p", "no:cacheprovider")
-    result.stdout.fnmatch_lines([f"ragmorph: seed=0 max_examples=5 derandomize={DERANDOMIZE} ks=1,5 (repeat with*"])
-    assert result.stdout.str().count(f"max_examples=5 derandomize={DERANDOMIZE} ks=1,5 for ") == 2
+    result.stdout.fnmatch_lines([f"ragmorph: seed=0 max_examples=5 derandomize={DERANDOMIZE} ks=1,5,20 (repeat with*"])
+    assert result.stdout.str().count(f"max_examples=5 derandomize={DERANDOMIZE} ks=1,5,20 for ") == 2
 
 
 def test_the_config_files_seed_is_the_seed_its_suite_runs_with(pytester: pytest.Pytester) -> None:
