@@ -6,8 +6,10 @@ A text with no tokens embeds to the zero row (cosine 0 with everything) rather t
 
 from __future__ import annotations
 
+import abc
 import threading
-from collections.abc import Sequence
+import weakref
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -15,7 +17,16 @@ import numpy as np
 from ..errors import UsageError, describe
 from ._text import default_tokenize, stable_hash
 
-__all__ = ["CachedEmbedder", "Embedder", "HashingEmbedder", "MiniLMEmbedder", "normalise_rows"]
+__all__ = [
+    "CachedEmbedder",
+    "Embedder",
+    "FunctionEmbedder",
+    "HashingEmbedder",
+    "MiniLMEmbedder",
+    "VectorSearch",
+    "cached_embeddings",
+    "normalise_rows",
+]
 
 
 @runtime_checkable
@@ -132,6 +143,102 @@ class CachedEmbedder:
             if not items:
                 return np.zeros((0, self.dim), dtype=np.float32)
             return np.stack([self._rows[t] for t in items])
+
+
+class FunctionEmbedder:
+    """A user's embedding function `texts -> vectors` as an Embedder: rows L2-normalised, width read on first use."""
+
+    def __init__(self, embed: Callable[[list[str]], Any], *, dim: int | None = None) -> None:
+        if not callable(embed):
+            raise UsageError(f"expected a function texts -> vectors, got embed={describe(embed)}")
+        self.function = embed
+        self._dim = dim
+
+    def __repr__(self) -> str:
+        return f"FunctionEmbedder({getattr(self.function, '__qualname__', type(self.function).__name__)})"
+
+    @property
+    def dim(self) -> int:
+        """The vectors' width: given, or measured by embedding one short text."""
+        if self._dim is None:
+            self._dim = int(np.asarray(self.function(["dimension probe"])).shape[-1])
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """The function's vectors for `texts`, as a float32 matrix of unit rows."""
+        items = _check_texts(texts)
+        if not items:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        matrix = np.asarray(self.function(items), dtype=np.float32)
+        if matrix.ndim != 2 or matrix.shape[0] != len(items):
+            raise UsageError(
+                f"expected the embedding function to return one vector per text, a ({len(items)}, dim) array, "
+                f"got shape {matrix.shape}"
+            )
+        self._dim = self._dim or int(matrix.shape[1])
+        return normalise_rows(matrix)
+
+
+# One cache per embedding function in the process: every index a factory builds over a perturbed corpus, and
+# every query asked at another k or under other filters, reuses the rows already computed.
+_FUNCTION_CACHES: weakref.WeakKeyDictionary[Any, CachedEmbedder] = weakref.WeakKeyDictionary()
+_FUNCTION_LOCK = threading.Lock()
+
+
+def cached_embeddings(embed: Callable[[list[str]], Any] | Embedder, *, dim: int | None = None) -> CachedEmbedder:
+    """The process-wide text-keyed cache over `embed` (an Embedder, or a function texts -> vectors).
+
+    The same `embed` always gets the same cache, so a factory called for every perturbed corpus embeds only the
+    chunks whose text is new, and a query asked at four k and several filters is encoded once.
+    """
+    if isinstance(embed, CachedEmbedder):
+        return embed
+    with _FUNCTION_LOCK:
+        try:
+            found = _FUNCTION_CACHES.get(embed)
+        except TypeError:  # not weakly referenceable (a builtin): one cache per call, still keyed by text
+            found = None
+        if found is None:
+            inner = embed if callable(getattr(embed, "embed", None)) else FunctionEmbedder(embed, dim=dim)  # type: ignore[arg-type]
+            found = CachedEmbedder(inner)  # type: ignore[arg-type]
+            try:
+                _FUNCTION_CACHES[embed] = found
+            except TypeError:
+                pass
+        return found
+
+
+class VectorSearch(abc.ABC):
+    """Base class for a user's dense adapter: implement `search(vector, k=, filters=)`, get `retrieve` and a
+    `retrieve_batch` that embeds every uncached query of a batch in one call to the embedding function.
+
+        class Mine(VectorSearch):
+            def __init__(self, corpus):
+                super().__init__(my_model.encode)          # cached by text, shared by every instance
+                self.rows = self.embed([c.text for c in corpus])
+                ...
+            def search(self, vector, *, k, filters=None):
+                ...                                        # your store's own top-k and filters
+    """
+
+    def __init__(self, embed: Callable[[list[str]], Any] | Embedder, *, dim: int | None = None) -> None:
+        self.embeddings = cached_embeddings(embed, dim=dim)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit rows for `texts`, each text embedded at most once per process."""
+        return self.embeddings.embed(texts)
+
+    @abc.abstractmethod
+    def search(self, vector: np.ndarray, *, k: int, filters: Any = None) -> Sequence[Any]:
+        """The top `k` hits for one query vector under `filters`: your store's own top-k and filters."""
+
+    def retrieve(self, query: str, *, k: int, filters: Any = None) -> Sequence[Any]:
+        """The top `k` hits for `query`."""
+        return self.search(self.embed([query])[0], k=k, filters=filters)
+
+    def retrieve_batch(self, queries: Sequence[str], *, k: int, filters: Any = None) -> list[Sequence[Any]]:
+        """One response per query, in order; the queries not cached yet are embedded in one call."""
+        return [self.search(vector, k=k, filters=filters) for vector in self.embed(list(queries))]
 
 
 _MINILM_MODEL: Any = None
