@@ -603,6 +603,21 @@ def _comparison_of(
         raise
 
 
+def _compare_config(args: argparse.Namespace) -> Any:
+    """The config `compare` reads as `run` does (`--config`, else the nearest file): world, budget, profile."""
+    import attrs
+
+    from .config import PROFILES, Config, find_config, load_config
+
+    path = Path(args.config) if args.config else find_config(Path.cwd())
+    config = load_config(path) if path is not None else Config()
+    if args.profile:
+        # As in `run`: a profile on the command line beats the file's budget keys (and its families, if it names some).
+        named = {"strategies": None} if PROFILES[args.profile].strategies is not None else {}
+        config = attrs.evolve(config, profile=args.profile, ks=None, max_examples=None, **named)
+    return config
+
+
 def command_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Pair a candidate retriever with a baseline (a retriever or a saved report) on the same corpus and cases."""
     from .adapters import load_retriever
@@ -610,8 +625,14 @@ def command_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .reporting import load_report, render_comparison, write_comparison
     from .runner import check
 
-    corpus_path = _existing_file(args.corpus, "--corpus")
-    cases_path = _existing_file(args.cases, "--cases")
+    config = _compare_config(args)
+    corpus_path = _existing_file(args.corpus, "--corpus") or config.corpus
+    cases_path = _existing_file(args.cases, "--cases") or config.cases
+    if corpus_path is None or cases_path is None or config.format != "native" or config.beir is not None:
+        raise UsageError(
+            "expected --corpus corpus.jsonl and --cases cases.jsonl, or a config file naming native corpus and cases, "
+            f"got {'a config without them' if config.path is not None else 'neither'}"
+        )
     baseline_file = Path(args.baseline) if args.baseline.endswith(".json") else None
     if baseline_file is not None:
         _existing_file(args.baseline, "--baseline")
@@ -629,8 +650,10 @@ def command_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     def run(side: str) -> dict[str, Any]:
         entry = entries[side]
         report = check(
-            {entry.name: entry.spec}, corpus, cases, strategies=args.strategies, ks=args.k or DEFAULT_KS,
-            max_examples=args.max_examples or 25, seed=args.seed or 0, derandomize=args.derandomize,
+            {entry.name: entry.spec}, corpus, cases, strategies=args.strategies or config.effective_strategies,
+            ks=args.k or config.effective_ks, max_examples=args.max_examples or config.effective_max_examples,
+            seed=args.seed if args.seed is not None else (config.seed or 0), derandomize=args.derandomize,
+            budget=config.budget or "adaptive", timeout=config.timeout,
         )
         return report.to_dict()
 
@@ -1069,8 +1092,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compare.add_argument("--baseline", required=True, metavar="SPEC|REPORT.json", help="baseline retriever or saved report")
     compare.add_argument("--candidate", required=True, metavar="[NAME=]MOD:ATTR", help="candidate retriever")
-    compare.add_argument("--corpus", required=True, help="native corpus.jsonl (the same snapshot the baseline saw)")
-    compare.add_argument("--cases", required=True, help="native cases.jsonl")
+    compare.add_argument("--config", metavar="FILE", help="config file (default: the nearest ragmorph.toml or pyproject.toml), read as `run` reads it")
+    compare.add_argument("--corpus", help="native corpus.jsonl (the same snapshot the baseline saw; default: the config's)")
+    compare.add_argument("--cases", help="native cases.jsonl (default: the config's)")
+    compare.add_argument("--profile", choices=tuple(PROFILES), help=f"budget, as for run ({describe_profiles()})")
     compare.add_argument("--strategies", type=_name_list, help="strategy families, comma separated (default: the default suite)")
     compare.add_argument("--k", type=_int_list, help="cutoffs, comma separated (default 1,3,5,10)")
     compare.add_argument("--max-examples", type=_positive_int, help="perturbations per unit (default 25)")
