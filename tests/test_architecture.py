@@ -19,6 +19,7 @@ STRATEGIES = ROOT / "strategies"
 LAYERS: dict[str, int] = {
     "errors": 0,
     "model": 0,
+    "where": 0,
     "secrets": 0,
     "support": 0,
     "metrics": 1,

@@ -17,6 +17,9 @@ import attrs
 import numpy as np
 
 from .errors import CorpusChanged, InputError, describe
+from .where import And, Compare, Expr, MissingKey, Not, Or, admits
+from .where import from_json as where_from_json
+from .where import to_json as where_to_json
 
 __all__ = [
     "Case",
@@ -946,25 +949,37 @@ def _positive_int(instance: Any, attribute: attrs.Attribute, value: Any) -> None
         )
 
 
+def _to_where(value: Any) -> Expr | None:
+    if value is None or isinstance(value, (Compare, And, Or, Not)):
+        return value
+    # The JSON form (cases, replay files, `Filters(**filters.to_dict())`); anything else is refused by the same
+    # reader, whose errors name the place in the expression and what was expected there.
+    return where_from_json(dict(value) if isinstance(value, Mapping) else value, field="where")
+
+
 @attrs.frozen
 class Filters:
-    """Retrieval filters: tenant visibility, current-only (no superseded chunks) and metadata equality."""
+    """Retrieval filters: tenant visibility, current-only (no superseded chunks), metadata equality and a filter
+    expression over metadata (`where`, see `ragmorph.where`)."""
 
     tenant: str | None = attrs.field(default=None, validator=_optional_nonempty_str)
     current_only: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
     metadata: FrozenMap = attrs.field(factory=_no_metadata, converter=_to_frozen_map)
+    where: Expr | None = attrs.field(default=None, converter=_to_where)
 
     @property
     def is_empty(self) -> bool:
         """True when these filters exclude nothing."""
-        return self.tenant is None and not self.current_only and not self.metadata
+        return self.tenant is None and not self.current_only and not self.metadata and self.where is None
 
-    def allows(self, chunk: Chunk) -> bool:
+    def allows(self, chunk: Chunk, *, missing: MissingKey = MissingKey.NEGATION_MATCHES) -> bool:
         """True when `chunk` passes every filter.
 
         A tenant filter admits the tenant's own chunks and shared ones (tenant None); `current_only` drops
         any chunk with `superseded_by` set, whether or not its successor is present; a metadata constraint admits
-        a chunk holding the key with a value equal by JSON type (`json_equal`: true, 1 and 1.0 differ).
+        a chunk holding the key with a value equal by JSON type (`json_equal`: true, 1 and 1.0 differ); `where`
+        admits what `ragmorph.where.admits` says under the `missing`-key semantics (the default: a negation
+        admits a chunk lacking the key).
         """
         if self.tenant is not None and not chunk.visible_to(self.tenant):
             return False
@@ -973,11 +988,14 @@ class Filters:
         for key, expected in self.metadata.items():
             if key not in chunk.metadata or not json_equal(chunk.metadata[key], expected):
                 return False
-        return True
+        return self.where is None or admits(self.where, chunk.metadata, missing=missing)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form of these filters."""
-        return {"tenant": self.tenant, "current_only": self.current_only, "metadata": dict(self.metadata)}
+        """JSON form of these filters; `where` appears only when set, so filters without one read as before."""
+        form: dict[str, Any] = {"tenant": self.tenant, "current_only": self.current_only, "metadata": dict(self.metadata)}
+        if self.where is not None:
+            form["where"] = where_to_json(self.where)
+        return form
 
 
 @attrs.frozen
