@@ -97,7 +97,7 @@ class UnsupportedFilter(UsageError):
 
 # A strict ISO calendar date: Python 3.11's fromisoformat also reads "20260901" and week dates, which stores
 # do not take for dates.
-_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}\Z")
+_ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
 
 
 def iso_date(value: Any) -> _dt.date | None:

@@ -10,6 +10,10 @@ Chunk fields are stored in a library's document metadata under these keys (the i
 - ``"meta.<key>"``: each user metadata value; strings and numbers as they are, anything else (booleans, null,
   lists, objects) as ``"json:"`` + canonical JSON text (a string that itself starts with ``"json:"`` is stored
   that way too), so the encoding is one-to-one and equality filters compare the same encoding on both sides.
+- range companions (`range_companions`), for the stores that translate a filter expression (`ragmorph.where`):
+  ``"num.<key>"`` holds a number (integer or float, never a boolean) as a number, because ``"meta.<key>"`` holds
+  a float as text, which no store's range operator compares; ``"date.<key>"`` holds an ISO date string
+  (``YYYY-MM-DD``) as its proleptic Gregorian ordinal, because Chroma and Qdrant compare only numbers in ranges.
 
 Filters go to the library's own filter mechanism (a metadata filter, a ``where`` clause, a SQL ``WHERE``), as
 the user's application passes them: a leak or a short list from the library is then the library's, and
@@ -22,21 +26,26 @@ judging filtering report that they do not apply instead of passing on ragmorph's
 from __future__ import annotations
 
 import copy
+import datetime as _dt
 import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ..errors import InvalidResponse, UsageError, describe
 from ..model import Chunk, Corpus, Filters, json_equal
+from ..where import admits, iso_date
 from ._protocol import excerpt
 
 __all__ = [
     "CHUNK_FIELD_KEYS",
     "CURRENT",
+    "DATE_PREFIX",
+    "NUMBER_PREFIX",
     "SHARED",
     "USER_METADATA_PREFIX",
     "chunk_metadata",
     "check_id_key",
+    "decode_value",
     "encode_value",
     "escape_key",
     "fetch_filtered",
@@ -45,6 +54,8 @@ __all__ = [
     "filtered_by",
     "no_filters_error",
     "metadata_allows",
+    "range_bound",
+    "range_companions",
     "require_chunk_id",
     "with_setting",
 ]
@@ -52,6 +63,8 @@ __all__ = [
 SHARED = ""
 CURRENT = ""
 USER_METADATA_PREFIX = "meta."
+NUMBER_PREFIX = "num."
+DATE_PREFIX = "date."
 CHUNK_FIELD_KEYS: tuple[str, ...] = ("source", "tenant", "version", "effective_from", "superseded_by")
 
 # Chroma stores 64-bit integers; larger ones are kept exact as JSON text instead of overflowing.
@@ -90,10 +103,11 @@ def check_id_key(id_key: Any) -> str:
     """Validate the metadata key that carries chunk ids (it may not shadow another chunk field)."""
     if not isinstance(id_key, str) or not id_key:
         raise UsageError(f"expected a non-empty string id_key, got id_key={describe(id_key)}")
-    if id_key in CHUNK_FIELD_KEYS or id_key.startswith(USER_METADATA_PREFIX):
+    if id_key in CHUNK_FIELD_KEYS or id_key.startswith((USER_METADATA_PREFIX, NUMBER_PREFIX, DATE_PREFIX)):
         raise UsageError(
             f"expected an id_key that does not collide with the chunk-field keys {list(CHUNK_FIELD_KEYS)} "
-            f"or the {USER_METADATA_PREFIX!r} prefix, got id_key={id_key!r}; use e.g. 'id' or 'chunk_id'"
+            f"or the {USER_METADATA_PREFIX!r}, {NUMBER_PREFIX!r} and {DATE_PREFIX!r} prefixes, got id_key={id_key!r}; "
+            "use e.g. 'id' or 'chunk_id'"
         )
     return id_key
 
@@ -114,6 +128,36 @@ def encode_value(value: Any) -> str | int:
     # Floats are text because stores compare numbers across types: Chroma, Qdrant and Haystack match 1.0 against
     # the integer 1, and chromadb 1.5 matches `$eq: 0.5` against the integer 0. JSON holds them apart.
     return JSON_MARKER + json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def decode_value(stored: Any) -> Any:
+    """The user metadata value `encode_value` stored (the inverse of `encode_value`)."""
+    if isinstance(stored, str) and stored.startswith(JSON_MARKER):
+        return json.loads(stored[len(JSON_MARKER) :])
+    return stored
+
+
+def range_companions(chunk: Chunk) -> dict[str, dict[str, int | float]]:
+    """The range companions of `chunk`'s metadata: ``{"num": {key: number}, "date": {key: ordinal}}``.
+
+    A number outside int64 has no companion (no store holds it exactly), so a range never matches it.
+    """
+    numbers: dict[str, int | float] = {}
+    dates: dict[str, int | float] = {}
+    for key, value in chunk.metadata.items():
+        if type(value) is float or (type(value) is int and -_INT64 <= value < _INT64):
+            numbers[key] = value
+        date = iso_date(value)
+        if date is not None:
+            dates[key] = date.toordinal()
+    return {"num": numbers, "date": dates}
+
+
+def range_bound(field: str, bound: Any) -> tuple[str, int | float]:
+    """The companion key prefix and the value a range bound compares with (`range_companions`)."""
+    if isinstance(bound, _dt.date):
+        return DATE_PREFIX, bound.toordinal()
+    return NUMBER_PREFIX, bound
 
 
 def escape_key(key: str, special: str) -> str:
@@ -149,7 +193,9 @@ def metadata_allows(filters: Filters, metadata: Mapping[str, Any]) -> bool:
 
     Documents built outside ragmorph work too: a missing, empty or None tenant means shared, a missing,
     empty or None `superseded_by` means current, and a metadata constraint reads ``"meta.<key>"`` first and
-    then the plain ``"<key>"``.
+    then the plain ``"<key>"``. A `where` expression is judged by the reference semantics (a negation admits a
+    document lacking the key) over the decoded ``"meta.<key>"`` values, else the plain keys other than the chunk
+    fields.
     """
     tenant = metadata.get("tenant") or None
     if filters.tenant is not None and tenant is not None and tenant != filters.tenant:
@@ -163,6 +209,14 @@ def metadata_allows(filters: Filters, metadata: Mapping[str, Any]) -> bool:
                 return False
         elif key not in metadata or not json_equal(metadata[key], expected):
             return False
+    if filters.where is not None:
+        # The user metadata the document carries, decoded: "meta.<key>" where present, else plain keys (never the
+        # chunk fields ragmorph stores beside them).
+        user = {k: v for k, v in metadata.items() if not k.startswith(USER_METADATA_PREFIX) and k not in CHUNK_FIELD_KEYS}
+        user.update(
+            (k[len(USER_METADATA_PREFIX) :], decode_value(v)) for k, v in metadata.items() if k.startswith(USER_METADATA_PREFIX)
+        )
+        return admits(filters.where, user)
     return True
 
 

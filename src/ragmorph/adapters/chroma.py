@@ -16,6 +16,13 @@ Needs the extra ``ragmorph[chroma]`` (chromadb). Chroma is imported only when a 
   become a native ``where`` clause: ``{"tenant": {"$in": [tenant, ""]}}`` for a tenant,
   ``{"superseded_by": ""}`` for current-only, ``{"meta.<key>": value}`` per metadata constraint, and Chroma
   filters; its hits are returned as they come, so a filter bug in Chroma shows in ragmorph's relations.
+- A filter expression (`Filters.where`) becomes Chroma operators (`where_expression`): ``$eq $ne $in $nin``
+  on ``meta.<key>`` (a mixed-type ``$in`` split into one ``$in`` per stored type, as Chroma wants), ranges on
+  the numeric and date companions ``num.<key>`` / ``date.<key>`` (see `_integration.range_companions`), and
+  ``$not`` pushed inward (De Morgan, ``$eq``/``$ne``, ``$in``/``$nin``), since Chroma has no ``$not``. Chroma
+  (1.5) admits a record lacking the key under ``$ne`` and ``$nin``: the declared semantics is
+  ``MissingKey.NEGATION_MATCHES``. It cannot express ``$exists`` nor the negation of a range (which admits
+  records lacking the key): those raise `UnsupportedFilter` naming the operator.
   ``post_filter=True`` asks ragmorph to filter unfiltered Chroma results instead (declared: filter relations
   then do not apply).
 - `add` / `remove` apply a corpus delta as Chroma ``add`` / ``delete``.
@@ -23,12 +30,14 @@ Needs the extra ``ragmorph[chroma]`` (chromadb). Chroma is imported only when a 
 
 from __future__ import annotations
 
+import datetime as _dt
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
 from ..errors import UsageError, describe
 from ..model import Chunk, Corpus, Filters
+from ..where import And, Compare, Expr, MissingKey, Not, Op, UnsupportedFilter
 from ._integration import (
     CURRENT,
     SHARED,
@@ -36,11 +45,17 @@ from ._integration import (
     check_id_key,
     chunk_metadata,
     encode_value,
+    range_bound,
+    range_companions,
 )
 from ._store import DeltaStoreRetriever
 from .embedders import Embedder, HashingEmbedder
 
-__all__ = ["ChromaRetriever", "chroma_factory", "where_clause"]
+__all__ = ["MISSING_KEY", "ChromaRetriever", "chroma_factory", "where_clause", "where_expression"]
+
+# What Chroma's `$ne` and `$nin` do with a record lacking the key (measured on chromadb 1.5 by the integration
+# tests): they admit it, as MongoDB does.
+MISSING_KEY = MissingKey.NEGATION_MATCHES
 
 # ef_search bounds how many candidates HNSW examines; above the collection size the search is exact.
 _EF_SEARCH = 1000
@@ -105,7 +120,61 @@ def where_clause(filters: Filters | None) -> dict[str, Any] | None:
         clauses.append({"superseded_by": {"$eq": CURRENT}})
     for key, value in filters.metadata.items():
         clauses.append({USER_METADATA_PREFIX + key: {"$eq": encode_value(value)}})
+    if filters.where is not None:
+        clauses.append(where_expression(filters.where))
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+def _joined(operator: str, parts: list[dict[str, Any]]) -> dict[str, Any]:
+    # Chroma refuses an $and or $or of fewer than two clauses.
+    return parts[0] if len(parts) == 1 else {operator: parts}
+
+
+def where_expression(expr: Expr, *, negate: bool = False) -> dict[str, Any]:
+    """The Chroma ``where`` clause of a filter expression (its negation with `negate`); raises
+    `UnsupportedFilter` for what Chroma cannot express (``$exists``, the negation of a range)."""
+    if isinstance(expr, Not):
+        return where_expression(expr.clause, negate=not negate)
+    if isinstance(expr, Compare):
+        return _compare(expr, negate)
+    conjunction = isinstance(expr, And) != negate
+    return _joined("$and" if conjunction else "$or", [where_expression(c, negate=negate) for c in expr.clauses])
+
+
+def _compare(expr: Compare, negate: bool) -> dict[str, Any]:
+    if expr.op is Op.EXISTS:
+        raise UnsupportedFilter(
+            f"Chroma's where has no operator for whether a key is present, got $exists on {expr.field!r}"
+        )
+    if expr.op.is_range:
+        if negate:
+            raise UnsupportedFilter(
+                f"Chroma cannot express $not of {expr.op.value} on {expr.field!r}: it admits records lacking the key "
+                "or holding another type, and a where clause cannot select those"
+            )
+        prefix, bound = range_bound(expr.field, expr.value)
+        return {prefix + expr.field: {expr.op.value: bound}}
+    positive = (expr.op in (Op.EQ, Op.IN)) != negate
+    values = expr.value if expr.op.is_list else (expr.value,)
+    # A date matches exactly the ISO string naming it, so equality compares the stored string.
+    encoded = [encode_value(v.isoformat() if isinstance(v, _dt.date) else v) for v in values]
+    by_type: dict[type, list[Any]] = {}
+    for value in dict.fromkeys(encoded, None):
+        by_type.setdefault(type(value), []).append(value)
+    key = USER_METADATA_PREFIX + expr.field
+    parts = [
+        {key: {("$eq" if positive else "$ne"): group[0]}} if len(group) == 1 else {key: {("$in" if positive else "$nin"): group}}
+        for group in by_type.values()
+    ]
+    return _joined("$or" if positive else "$and", parts)
+
+
+def _metadata(chunk: Chunk, id_key: str) -> dict[str, Any]:
+    """The chunk's fields and user metadata (`chunk_metadata`), with the range companions as flat keys."""
+    metadata: dict[str, Any] = chunk_metadata(chunk, id_key=id_key)
+    for prefix, values in range_companions(chunk).items():
+        metadata.update((f"{prefix}.{key}", value) for key, value in values.items())
+    return metadata
 
 
 def _drop_collection(client: Any, name: str) -> None:
@@ -118,6 +187,9 @@ def _drop_collection(client: Any, name: str) -> None:
 
 class ChromaRetriever(DeltaStoreRetriever):
     """A dense retriever over a temporary Chroma collection holding `corpus`; a `DeltaRetriever`."""
+
+    # The missing-key semantics of the filter expressions it passes to Chroma (see `MISSING_KEY`).
+    ragmorph_missing_key = MISSING_KEY
 
     def __init__(
         self,
@@ -157,7 +229,7 @@ class ChromaRetriever(DeltaStoreRetriever):
             self.collection.add(
                 ids=[c.id for c in part],
                 documents=[c.text for c in part],
-                metadatas=[chunk_metadata(c, id_key=self.id_key) for c in part],
+                metadatas=[_metadata(c, self.id_key) for c in part],
             )
 
     def _delete(self, ids: list[str]) -> None:

@@ -12,6 +12,12 @@ Needs the extra ``ragmorph[pgvector]`` (psycopg) and a PostgreSQL server with th
   ``metadata -> key = value::jsonb`` with equal text per constraint (so 1.0 is not 1); PostgreSQL applies
   them, so with an HNSW index the planner's choices (index scan, then filter) are what ragmorph tests. ``post_filter=True`` runs the statement
   without the WHERE clause and lets ragmorph filter instead (declared, so filter relations do not apply).
+- A filter expression (`Filters.where`) is SQL over the ``jsonb`` column (`expression_sql`): equality as above,
+  ``$in`` an ``OR`` of equalities, ``$ne``/``$nin``/``$not`` SQL ``NOT``, ``$exists`` ``jsonb_exists``, a number
+  range compares ``numeric`` values of JSON numbers and a date range ``date`` values of ``YYYY-MM-DD`` strings
+  (``pg_input_is_valid``, PostgreSQL 16), any other present value being false. A missing key makes each
+  comparison SQL ``NULL`` and SQL's three-valued logic does the rest: the declared semantics is
+  ``MissingKey.UNKNOWN`` (``$ne`` does not admit a row lacking the key, as ``metadata->>'k' <> 'v'`` would not).
 - Scores are inner products (``<#>`` is their negation) of the embedder's L2-normalised rows: the cosine, and 0
   for a text without tokens (pgvector's cosine distance would be NaN there).
 - ``index="hnsw"`` builds ``USING hnsw (embedding vector_ip_ops)`` (with `m`, `ef_construction`);
@@ -24,6 +30,7 @@ Needs the extra ``ragmorph[pgvector]`` (psycopg) and a PostgreSQL server with th
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import uuid
 from collections.abc import Callable, Mapping
@@ -33,10 +40,14 @@ import numpy as np
 
 from ..errors import UsageError, describe
 from ..model import Chunk, Corpus, Filters
+from ..where import And, Compare, Expr, MissingKey, Not, Op
 from ._store import DeltaStoreRetriever, check_embedder, check_positive
 from .embedders import Embedder
 
-__all__ = ["PgVectorRetriever", "pgvector_factory", "where_sql"]
+__all__ = ["MISSING_KEY", "PgVectorRetriever", "expression_sql", "pgvector_factory", "where_sql"]
+
+# A comparison on a missing jsonb key is NULL, and SQL's three-valued logic keeps it unknown under NOT.
+MISSING_KEY = MissingKey.UNKNOWN
 
 Index = Literal["hnsw", "exact"]
 _INDEXES = ("hnsw", "exact")
@@ -70,11 +81,52 @@ def where_sql(filters: Filters | None) -> tuple[str, list[Any]]:
     if filters.current_only:
         clauses.append("superseded_by IS NULL")
     for key, value in filters.metadata.items():
-        encoded = json.dumps(value, sort_keys=True, default=str)
-        # jsonb `=` compares numbers by value (1 = 1.0); their text keeps the scale, so 1.0 stays apart from 1.
-        clauses.append("metadata -> %s = %s::jsonb AND (metadata -> %s)::text = (%s::jsonb)::text")
-        parameters.extend([key, encoded, key, encoded])
+        clauses.append(_equal_sql(key, value, parameters)[1:-1])  # the top-level AND needs no parentheses
+    if filters.where is not None:
+        clauses.append(expression_sql(filters.where, parameters))
     return "WHERE " + " AND ".join(clauses), parameters
+
+
+def _equal_sql(key: str, value: Any, parameters: list[Any]) -> str:
+    encoded = json.dumps(value, sort_keys=True, default=str)
+    # jsonb `=` compares numbers by value (1 = 1.0); their text keeps the scale, so 1.0 stays apart from 1.
+    parameters.extend([key, encoded, key, encoded])
+    return "(metadata -> %s = %s::jsonb AND (metadata -> %s)::text = (%s::jsonb)::text)"
+
+
+_SQL_RANGE = {Op.GT: ">", Op.GTE: ">=", Op.LT: "<", Op.LTE: "<="}
+
+
+def expression_sql(expr: Expr, parameters: list[Any]) -> str:
+    """The SQL condition of a filter expression over the ``metadata`` jsonb column; appends its parameters."""
+    if isinstance(expr, Not):
+        return f"(NOT {expression_sql(expr.clause, parameters)})"
+    if not isinstance(expr, Compare):
+        joiner = " AND " if isinstance(expr, And) else " OR "
+        return "(" + joiner.join(expression_sql(c, parameters) for c in expr.clauses) + ")"
+    key, op = expr.field, expr.op
+    if op is Op.EXISTS:
+        parameters.append(key)
+        return "jsonb_exists(metadata, %s)"
+    if op.is_range:
+        # NULL for a missing key, false for a present value of another type, else the typed comparison.
+        if isinstance(expr.value, _dt.date):
+            parameters.extend([key, key, key, key, key, expr.value.isoformat()])
+            return (
+                "(CASE WHEN NOT jsonb_exists(metadata, %s) THEN NULL WHEN jsonb_typeof(metadata -> %s) = 'string' "
+                "AND (metadata ->> %s) ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}$' AND pg_input_is_valid(metadata ->> %s, 'date') "
+                f"THEN (metadata ->> %s)::date {_SQL_RANGE[op]} %s::date ELSE false END)"
+            )
+        parameters.extend([key, key, key, json.dumps(expr.value)])
+        return (
+            "(CASE WHEN NOT jsonb_exists(metadata, %s) THEN NULL WHEN jsonb_typeof(metadata -> %s) = 'number' "
+            f"THEN (metadata -> %s)::numeric {_SQL_RANGE[op]} %s::numeric ELSE false END)"
+        )
+    values = expr.value if op.is_list else (expr.value,)
+    # A date matches exactly the ISO string naming it.
+    equalities = [_equal_sql(key, v.isoformat() if isinstance(v, _dt.date) else v, parameters) for v in values]
+    matched = equalities[0] if len(equalities) == 1 else "(" + " OR ".join(equalities) + ")"
+    return matched if op in (Op.EQ, Op.IN) else f"(NOT {matched})"
 
 
 def _has_nul(value: Any) -> bool:
@@ -115,6 +167,9 @@ def _drop_table(connection: Any, table: str) -> None:
 
 class PgVectorRetriever(DeltaStoreRetriever):
     """A dense retriever over a temporary pgvector table holding `corpus`; a `DeltaRetriever`."""
+
+    # The missing-key semantics of the filter expressions it gives PostgreSQL (see `MISSING_KEY`).
+    ragmorph_missing_key = MISSING_KEY
 
     def __init__(
         self,
@@ -238,4 +293,5 @@ def pgvector_factory(conninfo: str, **options: Any) -> Callable[[Corpus], PgVect
     if index == "hnsw":
         factory.ragmorph_twin = pgvector_factory(conninfo, **{**options, "index": "exact"})  # type: ignore[attr-defined]
     factory.ragmorph_filtered_by = "ragmorph" if options.get("post_filter") else "retriever"  # type: ignore[attr-defined]
+    factory.ragmorph_missing_key = MISSING_KEY  # type: ignore[attr-defined]
     return factory

@@ -13,21 +13,42 @@ a ``with`` block, or when garbage collected.
 - Filters: a payload `Filter` built by `payload_filter` (``MatchAny`` on the tenant and ``""``, ``MatchValue``
   for currency and each metadata value, floats as JSON text), passed as ``query_filter``: Qdrant filters.
   ``post_filter=True`` lets ragmorph filter instead (declared, so filter relations do not apply).
+- A filter expression (`Filters.where`) becomes nested payload filters (`expression_filter`): ``$and`` is
+  ``must``, ``$or`` ``should``, ``$not`` ``must_not``; ``$eq`` a ``MatchValue``, ``$in`` a ``MatchAny`` per stored
+  type, ``$ne``/``$nin`` their ``must_not``, ``$exists`` the ``must_not`` of ``IsEmptyCondition`` (a stored null is
+  the text ``json:null``, so only a missing key is empty), and ranges a ``Range`` over the numeric and date
+  companions (payload ``num`` and ``date``, see `_integration.range_companions`). ``must_not`` admits a point
+  lacking the key: the declared semantics is ``MissingKey.NEGATION_MATCHES``. (Qdrant's own ``MatchExcept``
+  drops such points, and nulls too, so it is not used for ``$nin``.)
 - `add` / `remove` are ``upsert`` / ``delete``.
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 import uuid
 from typing import Any
 
 from ..errors import UsageError
 from ..model import Chunk, Corpus, Filters
-from ._integration import CURRENT, SHARED, USER_METADATA_PREFIX, chunk_metadata, encode_value, escape_key
+from ..where import And, Compare, Expr, MissingKey, Not, Op, Or
+from ._integration import (
+    CURRENT,
+    SHARED,
+    USER_METADATA_PREFIX,
+    chunk_metadata,
+    encode_value,
+    escape_key,
+    range_bound,
+    range_companions,
+)
 from ._store import DeltaStoreRetriever, check_embedder
 from .embedders import Embedder
 
-__all__ = ["QdrantRetriever", "payload_filter", "qdrant_factory"]
+__all__ = ["MISSING_KEY", "QdrantRetriever", "expression_filter", "payload_filter", "qdrant_factory"]
+
+# `must_not` admits a point lacking the key (measured on qdrant-client 1.20 local mode by the integration tests).
+MISSING_KEY = MissingKey.NEGATION_MATCHES
 
 
 def _models() -> Any:
@@ -49,6 +70,8 @@ def _payload(chunk: Chunk) -> dict[str, Any]:
     flat = chunk_metadata(chunk)
     payload: dict[str, Any] = {key: value for key, value in flat.items() if not key.startswith(USER_METADATA_PREFIX)}
     payload["meta"] = {_key(key): encode_value(value) for key, value in chunk.metadata.items()}
+    for group, values in range_companions(chunk).items():
+        payload[group] = {_key(key): value for key, value in values.items()}
     return payload
 
 
@@ -70,7 +93,43 @@ def payload_filter(filters: Filters | None) -> Any:
     for key, value in filters.metadata.items():
         path = f'meta."{_key(key)}"'
         must.append(models.FieldCondition(key=path, match=models.MatchValue(value=encode_value(value))))
+    if filters.where is not None:
+        must.append(expression_filter(filters.where))
     return models.Filter(must=must)
+
+
+def expression_filter(expr: Expr) -> Any:
+    """The Qdrant condition (a nested `Filter` or a `FieldCondition`) of a filter expression."""
+    models = _models()
+    if isinstance(expr, Not):
+        return models.Filter(must_not=[expression_filter(expr.clause)])
+    if isinstance(expr, And):
+        return models.Filter(must=[expression_filter(c) for c in expr.clauses])
+    if isinstance(expr, Or):
+        return models.Filter(should=[expression_filter(c) for c in expr.clauses])
+    return _compare(expr, models)
+
+
+def _compare(expr: Compare, models: Any) -> Any:
+    path = f'meta."{_key(expr.field)}"'
+    if expr.op is Op.EXISTS:
+        return models.Filter(must_not=[models.IsEmptyCondition(is_empty=models.PayloadField(key=path))])
+    if expr.op.is_range:
+        prefix, bound = range_bound(expr.field, expr.value)
+        companion = f'{prefix.rstrip(".")}."{_key(expr.field)}"'
+        return models.FieldCondition(key=companion, range=models.Range(**{expr.op.value.lstrip("$"): bound}))
+    values = expr.value if expr.op.is_list else (expr.value,)
+    # A date matches exactly the ISO string naming it, so equality compares the stored string.
+    encoded = [encode_value(v.isoformat() if isinstance(v, _dt.date) else v) for v in values]
+    by_type: dict[type, list[Any]] = {}
+    for value in dict.fromkeys(encoded, None):
+        by_type.setdefault(type(value), []).append(value)
+    matches = [
+        models.FieldCondition(key=path, match=models.MatchValue(value=group[0]) if len(group) == 1 else models.MatchAny(any=group))
+        for group in by_type.values()
+    ]
+    match = matches[0] if len(matches) == 1 else models.Filter(should=matches)
+    return match if expr.op in (Op.EQ, Op.IN) else models.Filter(must_not=[match])
 
 
 def _drop_collection(client: Any, name: str, owned: bool) -> None:
@@ -85,6 +144,9 @@ def _drop_collection(client: Any, name: str, owned: bool) -> None:
 
 class QdrantRetriever(DeltaStoreRetriever):
     """A dense retriever over a temporary Qdrant collection holding `corpus`; a `DeltaRetriever`."""
+
+    # The missing-key semantics of the filter expressions it passes to Qdrant (see `MISSING_KEY`).
+    ragmorph_missing_key = MISSING_KEY
 
     def __init__(
         self,
