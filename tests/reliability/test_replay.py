@@ -94,6 +94,7 @@ def _span_past_text(data: dict[str, Any]) -> None:
         (_span_past_text, "world.case.evidence[0][0].span"),
         (_set("world.params", {"k": 3}), "world.params"),
         (_set("world.params.k", "three"), "world.params.k"),
+        (_set("world.params.filters.where", {"$and": [{"n": {"$gt": "x"}}]}), "world.params.where.$and[0].n.$gt"),
         (_set("settings", []), "settings"),
         (_set("settings.timeout", "soon"), "settings.timeout"),
         (_set("history", "yes"), "history"),
