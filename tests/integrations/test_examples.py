@@ -24,6 +24,7 @@ DATA = ROOT / "examples" / "data" / "corpus.jsonl"
 FACTORIES = (
     "plain_function", "langchain_bm25", "llamaindex_bm25", "chroma_dense", "pgvector_hnsw", "qdrant_local",
     "faiss_index", "haystack_retrievers", "lancedb_table", "langchain_ensemble",
+    "llamaindex_fusion",
 )
 
 

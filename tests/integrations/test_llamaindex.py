@@ -173,3 +173,91 @@ def test_nodes_without_ids_fall_back_to_node_id_and_bad_ids_are_invalid() -> Non
 def test_only_base_retrievers_are_accepted() -> None:
     with pytest.raises(UsageError, match="BaseRetriever"):
         LlamaIndexRetriever(tenant_corpus())
+
+
+# --- QueryFusionRetriever: the library's fusion over legs each asked for `depth` nodes under the filter ---
+
+from pathlib import Path  # noqa: E402
+
+from llama_index.core.llms import MockLLM  # noqa: E402
+from llama_index.core.retrievers import QueryFusionRetriever  # noqa: E402
+
+from ragmorph.adapters.llamaindex import LlamaIndexFusionRetriever  # noqa: E402
+from ragmorph.errors import ExitCode  # noqa: E402
+from ragmorph.io import read_cases, read_corpus  # noqa: E402
+from ragmorph.runner import check  # noqa: E402
+
+EXAMPLE_DATA = Path(__file__).resolve().parents[2] / "examples" / "data"
+
+
+def _library_legs(corpus: Corpus, depth: int) -> tuple[Any, Any]:
+    nodes = llamaindex_bm25_factory(corpus).nodes  # every chunk field in the metadata encoding metadata_filters reads
+    keyword = BM25Retriever(nodes=nodes, similarity_top_k=min(depth, len(nodes)))
+    vector = VectorStoreIndex(nodes, embed_model=HashingEmbedding()).as_retriever(similarity_top_k=depth)
+    return keyword, vector
+
+
+def _fusion(corpus: Corpus, *, depth: int = 50, mode: str = "reciprocal_rerank",
+            keyword_leg: type[LlamaIndexRetriever] = LlamaIndexRetriever) -> LlamaIndexFusionRetriever:
+    keyword, vector = _library_legs(corpus, depth)
+    legs = [
+        keyword_leg(keyword, corpus=corpus, post_filter=True, max_k=len(corpus)),
+        LlamaIndexRetriever(vector),  # the vector store filters natively (MetadataFilters)
+    ]
+    return LlamaIndexFusionRetriever(legs, mode=mode, depth=depth)
+
+
+@pytest.mark.parametrize("mode", ["reciprocal_rerank", "relative_score", "dist_based_score", "simple"])
+def test_fusion_ranks_and_scores_as_the_library_does(mode: str) -> None:
+    corpus = tenant_corpus()
+    depth = len(corpus)
+    adapter = _fusion(corpus, depth=depth, mode=mode)
+    hits = validate_hits(adapter.retrieve("parental leave policy", k=5), k=5, query="q", corpus=corpus)
+    library = QueryFusionRetriever(list(_library_legs(corpus, depth)), llm=MockLLM(), mode=mode, similarity_top_k=5,
+                                   num_queries=1, use_async=False)
+    expected = [(n.node.metadata["id"], n.score) for n in library.retrieve("parental leave policy")]
+    assert [(h.id, h.score) for h in hits] == expected
+
+
+def test_fusion_filters_inside_every_leg_and_keeps_its_depth_whatever_k() -> None:
+    corpus = tenant_corpus()
+    adapter = _fusion(corpus)
+    assert adapter.supports_filters and adapter.ragmorph_filtered_by == "retriever"
+    filters = Filters(tenant="globex", current_only=True)
+    hits = adapter.retrieve("parental leave policy", k=len(corpus), filters=filters)
+    assert {h.id for h in hits} == {c.id for c in corpus if filters.allows(c)}
+    deep = adapter.retrieve("leave", k=len(corpus))
+    for k in (1, 2, 5):
+        assert [h.id for h in adapter.retrieve("leave", k=k)] == [h.id for h in deep[:k]]
+
+
+def test_fusion_refuses_what_it_cannot_drive() -> None:
+    corpus = tenant_corpus()
+    keyword, _ = _library_legs(corpus, 5)
+    leg = LlamaIndexRetriever(keyword, corpus=corpus, post_filter=True)
+    with pytest.raises(UsageError, match="LlamaIndexRetriever"):
+        LlamaIndexFusionRetriever([keyword])
+    with pytest.raises(UsageError, match="mode"):
+        LlamaIndexFusionRetriever([leg], mode="rrf")
+    with pytest.raises(UsageError, match="weights"):
+        LlamaIndexFusionRetriever([leg], weights=[0.5, 0.5])
+    with pytest.raises(UsageError, match="depth"):
+        LlamaIndexFusionRetriever([leg], depth=0)
+
+
+class _UnfilteredLeg(LlamaIndexRetriever):
+    """The planted bug of a hand-built hybrid: the keyword leg never sees the filter."""
+
+    def scored_nodes(self, query: str, *, n: int, filters: Filters | None = None) -> list[tuple[str, Any]]:
+        return super().scored_nodes(query, n=n)
+
+
+def test_a_correct_fusion_passes_the_filter_families_and_a_leg_ignoring_filters_is_caught() -> None:
+    corpus, cases = read_corpus(EXAMPLE_DATA / "corpus.jsonl"), read_cases(EXAMPLE_DATA / "cases.jsonl")
+    families = ["tenancy", "filters", "cutoff", "reorder"]
+    correct = check({"fusion": _fusion}, corpus, cases, strategies=families, max_examples=10)
+    assert correct.exit_code == int(ExitCode.OK), [r.violation for r in correct.results if r.status == "fail"]
+    buggy = check({"fusion": lambda c: _fusion(c, keyword_leg=_UnfilteredLeg)}, corpus, cases, strategies=families,
+                  max_examples=10)
+    failed = {r.relation for r in buggy.results if r.status == "fail" and r.severity == "hard"}
+    assert buggy.exit_code == int(ExitCode.VIOLATIONS) and "filters.admitted_only" in failed, failed

@@ -1,4 +1,5 @@
-"""LlamaIndex integration: any `BaseRetriever` as a ragmorph retriever, and a factory for its BM25 retriever.
+"""LlamaIndex integration: any `BaseRetriever` as a ragmorph retriever, a `QueryFusionRetriever` over legs each
+given k, depth and filters, and a factory for its BM25 retriever.
 
 Needs the extra ``ragmorph[llamaindex]`` (llama-index-core; llama-index-retrievers-bm25 and bm25s for the
 factory). LlamaIndex is imported only when an adapter is built.
@@ -30,7 +31,7 @@ How the contract maps onto LlamaIndex:
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import UsageError, describe
@@ -50,7 +51,13 @@ from ._integration import (
     with_setting,
 )
 
-__all__ = ["LlamaIndexBM25Retriever", "LlamaIndexRetriever", "llamaindex_bm25_factory", "metadata_filters"]
+__all__ = [
+    "LlamaIndexBM25Retriever",
+    "LlamaIndexFusionRetriever",
+    "LlamaIndexRetriever",
+    "llamaindex_bm25_factory",
+    "metadata_filters",
+]
 
 # Distinct filter sets seen by one retriever are few (a tenant or two, current-only); this bounds the worst case.
 _MAX_CACHED_BUILDS = 64
@@ -133,19 +140,104 @@ class LlamaIndexRetriever:
             found.append((chunk_id, metadata, scored))
         return found
 
-    def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> tuple[Hit, ...]:
-        """The retriever's top k nodes for `query` as hits, filtered by the library (or by ragmorph if asked)."""
+    def scored_nodes(self, query: str, *, n: int, filters: Filters | None = None) -> list[tuple[str, Any]]:
+        """The retriever's best n `(chunk id, NodeWithScore)` pairs for `query`, filtered by the library (or by
+        ragmorph if asked): what `retrieve` turns into hits, and what a fusion of several retrievers ranks."""
         if filters is None or filters.is_empty:
-            found = self._identified(query, k)
+            found = self._identified(query, n)
         elif self.filter_attr is not None:
-            found = self._identified(query, k, self.filter_mapper(filters))
+            found = self._identified(query, n, self.filter_mapper(filters))
         elif self.ragmorph_filtered_by == "ragmorph":
-            found = fetch_identified(lambda n: self._identified(query, n), k=k, filters=filters, corpus=self.corpus)
+            found = fetch_identified(lambda m: self._identified(query, m), k=n, filters=filters, corpus=self.corpus)
         else:
             raise no_filters_error(repr(self), filters, "pass filter_attr= naming where the retriever keeps filters")
+        return [(chunk_id, scored) for chunk_id, _, scored in found]
+
+    def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> tuple[Hit, ...]:
+        """The retriever's top k nodes for `query` as hits, filtered by the library (or by ragmorph if asked)."""
         return tuple(
             Hit(chunk_id, None if scored.score is None else float(scored.score), scored.node.get_content())
-            for chunk_id, _, scored in found
+            for chunk_id, scored in self.scored_nodes(query, n=k, filters=filters)
+        )
+
+
+class LlamaIndexFusionRetriever:
+    """LlamaIndex's `QueryFusionRetriever` over legs each asked for their best `depth` nodes under the filters.
+
+    Every call runs the library's own fusion (`mode`: ``reciprocal_rerank``, ``relative_score``,
+    ``dist_based_score`` or ``simple``; `weights` as its ``retriever_weights``) with one query (no LLM query
+    generation) over the legs' nodes, each leg filtered on its own as a hybrid search with a filter in every leg
+    is, and cut to k; the hit score is the fused score the library assigns. Nodes are merged by their hash
+    (text and metadata), as LlamaIndex does.
+    """
+
+    def __init__(
+        self,
+        legs: Sequence[LlamaIndexRetriever],
+        *,
+        mode: str = "reciprocal_rerank",
+        weights: Sequence[float] | None = None,
+        depth: int = 100,
+    ) -> None:
+        try:
+            from llama_index.core.retrievers.fusion_retriever import FUSION_MODES
+        except ImportError as error:
+            raise _missing("llama-index-core", error) from error
+        legs = list(legs)
+        if not legs or not all(isinstance(leg, LlamaIndexRetriever) for leg in legs):
+            raise UsageError(f"expected legs to be one or more LlamaIndexRetriever, got legs={describe(legs)}")
+        modes = [m.value for m in FUSION_MODES]
+        if mode not in modes:
+            raise UsageError(f"expected mode in {modes}, got mode={mode!r}")
+        if weights is not None and (len(weights) != len(legs) or not all(w >= 0 for w in weights) or not sum(weights)):
+            raise UsageError(f"expected {len(legs)} non-negative weights, not all 0, got weights={weights!r}")
+        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+            raise UsageError(f"expected depth to be a positive integer (candidates per leg), got depth={depth!r}")
+        self.legs = legs
+        self.mode = FUSION_MODES(mode)
+        self.weights = None if weights is None else list(weights)
+        self.depth = depth
+        self.supports_filters = all(leg.supports_filters for leg in legs)
+        # Filter relations judge the legs that filter natively; with none, ragmorph did all the filtering.
+        native = any(leg.ragmorph_filtered_by == "retriever" for leg in legs)
+        self.ragmorph_filtered_by = "retriever" if native else "ragmorph"
+
+    def __repr__(self) -> str:
+        names = ", ".join(type(leg.retriever).__name__ for leg in self.legs)
+        return f"LlamaIndexFusionRetriever([{names}], mode={self.mode.value!r}, depth={self.depth})"
+
+    def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> tuple[Hit, ...]:
+        """The library's fused top k for `query`, each leg filtered and asked for `depth` nodes."""
+        from llama_index.core.base.base_retriever import BaseRetriever
+        from llama_index.core.llms import MockLLM
+        from llama_index.core.retrievers import QueryFusionRetriever
+
+        found = [leg.scored_nodes(query, n=self.depth, filters=filters) for leg in self.legs]
+        chunk_ids = {id(scored.node): chunk_id for pairs in found for chunk_id, scored in pairs}
+
+        class _Answered(BaseRetriever):
+            # One leg's nodes for this call, as a LlamaIndex retriever the fusion can run.
+            def __init__(self, nodes: list[Any]) -> None:
+                super().__init__()
+                self.nodes = nodes
+
+            def _retrieve(self, query_bundle: Any) -> list[Any]:
+                return self.nodes
+
+        fusion = QueryFusionRetriever(
+            [_Answered([scored for _, scored in pairs]) for pairs in found],
+            # Never called: num_queries=1 asks the LLM for no extra queries; it spares resolving Settings.llm.
+            llm=MockLLM(),
+            mode=self.mode,
+            similarity_top_k=k,
+            num_queries=1,
+            use_async=False,
+            retriever_weights=self.weights,
+        )
+        return tuple(
+            Hit(chunk_ids[id(scored.node)], None if scored.score is None else float(scored.score),
+                scored.node.get_content())
+            for scored in fusion.retrieve(query)
         )
 
 
