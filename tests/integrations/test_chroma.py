@@ -163,6 +163,7 @@ def test_chroma_compares_a_float_with_integers_by_truncating_it_so_floats_are_st
                    embeddings=[[1.0, 0.0], [1.0, 0.0]])
     assert sorted(collection.get(where={"p": {"$eq": 0.5}})["ids"]) == ["half", "zero"]
     assert collection.get(where={"p": {"$eq": 0.9}})["ids"] == ["zero"]
+    assert sorted(collection.get(where={"p": {"$gte": 0.5}})["ids"]) == ["half", "zero"]  # 0 >= 0.5, truncated
     corpus = Corpus([Chunk("zero", "leave", metadata={"p": 0}), Chunk("half", "leave", metadata={"p": 0.5})])
     with ChromaRetriever(corpus) as retriever:
         assert [h.id for h in retriever.retrieve("leave", k=2, filters=Filters(metadata={"p": 0.5}))] == ["half"]

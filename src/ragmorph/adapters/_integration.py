@@ -53,7 +53,9 @@ __all__ = [
     "filter_predicate",
     "filtered_by",
     "no_filters_error",
+    "fusion_filtering",
     "metadata_allows",
+    "positive_depth",
     "range_bound",
     "range_companions",
     "require_chunk_id",
@@ -137,16 +139,22 @@ def decode_value(stored: Any) -> Any:
     return stored
 
 
+# The largest integer every float between it and its negation holds exactly.
+_EXACT_FLOAT_INT = 2**53
+
+
 def range_companions(chunk: Chunk) -> dict[str, dict[str, int | float]]:
     """The range companions of `chunk`'s metadata: ``{"num": {key: number}, "date": {key: ordinal}}``.
 
-    A number outside int64 has no companion (no store holds it exactly), so a range never matches it.
+    Numbers are stored as floats: chromadb 1.5 compares a float bound with an integer by truncating the bound
+    (`$gte: 1.5` admits 1). An integer a float cannot hold exactly (beyond 2**53) has no companion, so a range
+    never matches it.
     """
     numbers: dict[str, int | float] = {}
     dates: dict[str, int | float] = {}
     for key, value in chunk.metadata.items():
-        if type(value) is float or (type(value) is int and -_INT64 <= value < _INT64):
-            numbers[key] = value
+        if type(value) is float or (type(value) is int and -_EXACT_FLOAT_INT <= value <= _EXACT_FLOAT_INT):
+            numbers[key] = float(value)
         date = iso_date(value)
         if date is not None:
             dates[key] = date.toordinal()
@@ -315,3 +323,17 @@ def with_setting(obj: T, path: str, value: Any) -> T:
     duplicate = copy.copy(obj)
     setattr(duplicate, attribute, new_value)
     return duplicate
+
+
+def positive_depth(depth: Any) -> int:
+    """`depth`, the candidates a fusion asks of each leg, checked to be a positive integer."""
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        raise UsageError(f"expected depth to be a positive integer (candidates per leg), got depth={depth!r}")
+    return depth
+
+
+def fusion_filtering(legs: Sequence[Any]) -> tuple[bool, str]:
+    """(supports_filters, filtered_by) of a fusion over `legs`: filters when every leg does; filter relations
+    judge it when a leg filters natively, and with none ragmorph did all the filtering."""
+    native = any(leg.ragmorph_filtered_by == "retriever" for leg in legs)
+    return all(leg.supports_filters for leg in legs), "retriever" if native else "ragmorph"

@@ -35,7 +35,9 @@ from ._integration import (
     chunk_metadata,
     fetch_identified,
     filtered_by,
+    fusion_filtering,
     no_filters_error,
+    positive_depth,
     require_chunk_id,
     with_setting,
 )
@@ -191,8 +193,6 @@ class LangChainEnsembleRetriever:
                 f"expected a LangChain EnsembleRetriever (retrievers, weights, c, weighted_reciprocal_rank), "
                 f"got ensemble={describe(ensemble)}"
             )
-        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
-            raise UsageError(f"expected depth to be a positive integer (candidates per leg), got depth={depth!r}")
         if legs is None:
             # A leg that cannot filter is filtered by ragmorph before fusion, which is still filtering inside it.
             legs = [
@@ -207,11 +207,8 @@ class LangChainEnsembleRetriever:
             )
         self.ensemble = ensemble
         self.legs = legs
-        self.depth = depth
-        self.supports_filters = all(leg.supports_filters for leg in legs)
-        # Filter relations judge the legs that filter natively; with none, ragmorph did all the filtering.
-        native = any(leg.ragmorph_filtered_by == "retriever" for leg in legs)
-        self.ragmorph_filtered_by = "retriever" if native else "ragmorph"
+        self.depth = positive_depth(depth)
+        self.supports_filters, self.ragmorph_filtered_by = fusion_filtering(legs)
 
     def __repr__(self) -> str:
         names = ", ".join(type(leg.retriever).__name__ for leg in self.legs)

@@ -46,7 +46,9 @@ from ._integration import (
     encode_value,
     fetch_identified,
     filtered_by,
+    fusion_filtering,
     no_filters_error,
+    positive_depth,
     require_chunk_id,
     with_setting,
 )
@@ -191,16 +193,11 @@ class LlamaIndexFusionRetriever:
             raise UsageError(f"expected mode in {modes}, got mode={mode!r}")
         if weights is not None and (len(weights) != len(legs) or not all(w >= 0 for w in weights) or not sum(weights)):
             raise UsageError(f"expected {len(legs)} non-negative weights, not all 0, got weights={weights!r}")
-        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
-            raise UsageError(f"expected depth to be a positive integer (candidates per leg), got depth={depth!r}")
         self.legs = legs
         self.mode = FUSION_MODES(mode)
         self.weights = None if weights is None else list(weights)
-        self.depth = depth
-        self.supports_filters = all(leg.supports_filters for leg in legs)
-        # Filter relations judge the legs that filter natively; with none, ragmorph did all the filtering.
-        native = any(leg.ragmorph_filtered_by == "retriever" for leg in legs)
-        self.ragmorph_filtered_by = "retriever" if native else "ragmorph"
+        self.depth = positive_depth(depth)
+        self.supports_filters, self.ragmorph_filtered_by = fusion_filtering(legs)
 
     def __repr__(self) -> str:
         names = ", ".join(type(leg.retriever).__name__ for leg in self.legs)
