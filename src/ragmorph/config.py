@@ -7,7 +7,7 @@
     strategies = ["tenancy", "cutoff"]    # default: the default suite
     profile = "smoke"                     # "default", "smoke" (seconds, for a pre-commit loop) or "scale"
     max_examples = 25                     # beats the profile
-    budget = "adaptive"                   # "full": every family draws max_examples (see README, calls per verdict)
+    budget = "adaptive"                   # "full": every family draws max_examples (docs/concepts.md, "Budgets")
     seed = 0
     timeout = 10.0                        # per retriever call, seconds
     fail_fast = false

@@ -306,7 +306,7 @@ class Relation:
 
     @property
     def holds_for(self) -> str:
-        """The retriever shapes the relation is hard for, in words (the "hard for" column of README's catalog)."""
+        """The retriever shapes the relation is hard for, in words (the "hard for" column of docs/relations.md)."""
         if self.severity is Severity.SOFT:
             return "a rate for every shape"
         if self.hard_with:

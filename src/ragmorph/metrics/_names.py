@@ -28,7 +28,7 @@ __all__ = [
 
 @attrs.frozen
 class MeasureInfo:
-    """What a measure computes, its edge cases and its inputs; the CLI and README are generated from these.
+    """What a measure computes, its edge cases and its inputs; the CLI and docs/metrics.md are generated from these.
 
     `micro` says how `aggregate` pools the measure over queries (None: no natural pooled form, micro is None).
     """
@@ -408,7 +408,7 @@ def standard_metrics(
 
 
 def measures_markdown() -> str:
-    """The registry as a Markdown table (name, formula, edge cases, micro average) for README and `--help` text."""
+    """The registry as a Markdown table (name, formula, edge cases, micro average) for docs/metrics.md and `--help` text."""
     lines = ["| metric | formula | edge cases | micro average |", "| --- | --- | --- | --- |"]
     for name, info in MEASURES.items():
         spelled = f"`{name}@k`" if info.needs_k else f"`{name}`"

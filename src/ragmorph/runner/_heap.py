@@ -17,8 +17,8 @@ garbage waits for a pass that much longer (at most a full pass per million alloc
 What differs during a run: a reference cycle among objects that existed before it is freed, if it becomes
 garbage meanwhile, by a collection after the run; cyclic garbage made during the run is freed later; a
 `gc.get_objects()` or `gc.get_referrers()` does not list the frozen objects; and a `gc.freeze()` or
-`gc.set_threshold()` made by the retriever itself is undone with the run's (README, "The runner's own share at
-scale").
+`gc.set_threshold()` made by the retriever itself is undone with the run's (docs/scale.md, "Large
+corpora").
 """
 
 from __future__ import annotations
