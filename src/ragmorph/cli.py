@@ -435,9 +435,12 @@ def run_config(args: argparse.Namespace, cwd: Path | None = None, notes: list[st
 
         named = {"strategies": None} if PROFILES[args.profile].strategies is not None else {}
         overrides = {"ks": None, "max_examples": None, "fail_fast": None, **named, **overrides}
-    if any(value is not None for value in world.values()):
-        # A world named on the command line replaces the file's world as a whole, not field by field.
+    if world["beir"] is not None:
+        # A BEIR folder is a whole world: it replaces the file's corpus and cases.
         overrides.update(world)
+    elif world["corpus"] is not None or world["cases"] is not None:
+        # --corpus or --cases overrides that key only (the file's other one stays); a BEIR folder can't join them.
+        overrides.update({key: world[key] for key in ("corpus", "cases") if world[key] is not None}, beir=None)
     if any(flags[key] is not None for key in _OUTPUT_KEYS):
         dropped = [key for key in _OUTPUT_KEYS if flags[key] is None and getattr(config, key) is not None]
         if dropped and notes is not None:

@@ -67,6 +67,21 @@ def test_run_without_flags_runs_the_config_and_flags_override_its_keys(
     assert report["manifest"]["settings"]["max_examples"] == 3, "a key the flags do not name still applies"
 
 
+def test_corpus_or_cases_on_the_command_line_overrides_only_that_key(
+    world: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before, either flag replaced the file's whole world, so the other key was lost: "got no corpus", exit 2.
+    _config(world, 'corpus = "corpus.jsonl"\ncases = "cases.jsonl"\nstrategies = ["cutoff"]\nmax_examples = 2\n'
+                   '[retrievers]\nbm25 = "ragmorph.adapters:BM25Retriever"\n')
+    lines = (world / "cases.jsonl").read_text(encoding="utf-8").splitlines()
+    (world / "one.jsonl").write_text(lines[0] + "\n", encoding="utf-8")
+    monkeypatch.chdir(world)
+    assert main(["run", "--cases", "one.jsonl", "--json", "one.json"]) == EXIT_OK, capsys.readouterr().err
+    assert json.loads((world / "one.json").read_text(encoding="utf-8"))["manifest"]["cases"]["count"] == 1
+    assert main(["run", "--corpus", "corpus.jsonl", "--json", "all.json"]) == EXIT_OK, capsys.readouterr().err
+    assert json.loads((world / "all.json").read_text(encoding="utf-8"))["manifest"]["cases"]["count"] == len(lines)
+
+
 def test_pyproject_tool_table_is_found_from_a_subfolder(world: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     _config(world, '[project]\nname = "x"\n[tool.ragmorph]\ncorpus = "corpus.jsonl"\ncases = "cases.jsonl"\n'
                    'strategies = ["cutoff"]\nprofile = "smoke"\n[tool.ragmorph.retrievers]\n'
