@@ -20,6 +20,7 @@ __all__ = [
     "RetrieverTimeout",
     "UsageError",
     "describe",
+    "raised_at",
     "retriever_errors",
 ]
 
@@ -190,4 +191,31 @@ def _passes_through(error: BaseException) -> bool:
 def _what_was_raised(error: BaseException) -> str:
     if isinstance(error, SystemExit):
         return f"SystemExit (sys.exit({error.code!r})); a retriever must return hits, not end the process"
-    return f"{type(error).__name__}: {error}"
+    where = raised_at(error)
+    return f"{type(error).__name__}: {error}" + (f" (raised at {where})" if where else "")
+
+
+def raised_at(error: BaseException) -> str | None:
+    """Where `error` was raised: the innermost frame as ``path:line in function``, a library's path from its
+    package folder (``langchain_core/vectorstores/utils.py:56 in _cosine_similarity``), a user's relative to the
+    working folder; None without a traceback."""
+    import os
+
+    frame = error.__traceback__
+    if frame is None:
+        return None
+    while frame.tb_next is not None:
+        frame = frame.tb_next
+    code = frame.tb_frame.f_code
+    path = code.co_filename.replace(os.sep, "/")
+    for marker in ("/site-packages/", "/dist-packages/"):
+        if marker in path:
+            path = path.rsplit(marker, 1)[1]
+            break
+    else:
+        try:
+            relative = os.path.relpath(path)
+            path = relative if not relative.startswith("..") else path
+        except ValueError:  # another drive on Windows
+            pass
+    return f"{path}:{frame.tb_lineno} in {code.co_name}"
