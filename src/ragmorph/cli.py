@@ -1054,7 +1054,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, help="run seed; the same seed gives the same report (default 0)")
     run.add_argument("--derandomize", action="store_true", help="Hypothesis derandomize mode (for CI)")
     run.add_argument("--fail-fast", action="store_true", help="stop after the first unit with a hard violation")
-    run.add_argument("--timeout", type=_timeout_seconds, help="per-call retriever time limit in seconds")
+    run.add_argument(
+        "--timeout", type=_timeout_seconds,
+        help="time limit in seconds of each call into the retriever (factory, add/remove/update/index, close, retrieve)",
+    )
     run.add_argument(
         "--jobs", type=_positive_int, metavar="N",
         help="run units in N local processes (with --executor ray: N Ray workers); the report is the serial run's",

@@ -9,7 +9,7 @@
     max_examples = 25                     # beats the profile
     budget = "adaptive"                   # "full": every family draws max_examples (docs/concepts.md, "Budgets")
     seed = 0
-    timeout = 10.0                        # per retriever call, seconds
+    timeout = 10.0                        # seconds per call into the retriever (factory, edits, retrieve)
     fail_fast = false
 
     [retrievers]

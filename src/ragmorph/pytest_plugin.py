@@ -228,7 +228,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="how units spend their examples: adaptive (default; each family draws what its perturbations need) or "
         "full (every family draws max_examples); beats the config file's budget",
     )
-    group.addoption("--ragmorph-timeout", type=float, default=None, help="per-call retriever time limit (seconds)")
+    group.addoption("--ragmorph-timeout", type=float, default=None, help="time limit in seconds of each call into the retriever (factory, edits, close, retrieve)")
     group.addoption(
         "--ragmorph-replay-dir",
         default=None,
