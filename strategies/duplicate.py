@@ -54,8 +54,12 @@ def copies(world: World, *, ks: Sequence[int], **_: object) -> st.SearchStrategy
     """Draw a copy of a gold chunk (any chunk when the case has none); shrinks toward position 0."""
     gold = [i for i in world.case.gold_ids if i in world.corpus]
     originals = gold or list(world.corpus.ids)
+
+    def copy_of(k: int, original: str, at: int) -> AddCopy:
+        return AddCopy(k=k, original=original, copy_id=fresh_id(world.corpus, f"{original}~copy"), at=at)
+
     return st.builds(
-        lambda k, original, at: AddCopy(k=k, original=original, copy_id=fresh_id(world.corpus, f"{original}~copy"), at=at),
+        copy_of,
         ks_strategy(ks),
         st.sampled_from(originals),
         st.integers(0, len(world.corpus)),
@@ -67,7 +71,10 @@ def _copy_ties(base: Observation, follow: Observation) -> Verdict:
     if len(added) != 1:
         return Verdict.not_applicable("not one chunk was added")
     copy = follow.world.corpus[next(iter(added))]
-    original = next((c for c in base.world.corpus if attrs.evolve(c, id=copy.id) == copy), None)
+    # Texts first: evolving every chunk of a large corpus to compare whole chunks would be wasted work.
+    original = next(
+        (c for c in base.world.corpus if c.text == copy.text and attrs.evolve(c, id=copy.id) == copy), None
+    )
     if original is None:
         return Verdict.not_applicable("the added chunk copies no chunk whole")
     scores = {hit.id: hit.score for hit in follow.ranking.hits}

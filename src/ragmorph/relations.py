@@ -18,6 +18,7 @@ from .adapters import FILTER_KINDS
 from .model import Hit, Ranking, World
 
 __all__ = [
+    "NO_SCORES",
     "Call",
     "Concern",
     "Direction",
@@ -28,7 +29,6 @@ __all__ = [
     "Relation",
     "Role",
     "Severity",
-    "NO_SCORES",
     "Verdict",
     "compare_up_to_ties",
     "scores_tied",

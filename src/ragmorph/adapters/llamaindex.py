@@ -30,6 +30,7 @@ How the contract maps onto LlamaIndex:
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -163,6 +164,23 @@ class LlamaIndexRetriever:
         )
 
 
+@functools.cache
+def _answered_class() -> type:
+    """A LlamaIndex retriever answering with nodes already found: one leg's nodes for one fusion call (the class is
+    made once, on first use, so importing this module does not import LlamaIndex)."""
+    from llama_index.core.base.base_retriever import BaseRetriever
+
+    class Answered(BaseRetriever):
+        def __init__(self, nodes: list[Any]) -> None:
+            super().__init__()
+            self.nodes = nodes
+
+        def _retrieve(self, query_bundle: Any) -> list[Any]:
+            return self.nodes
+
+    return Answered
+
+
 class LlamaIndexFusionRetriever:
     """LlamaIndex's `QueryFusionRetriever` over legs each asked for their best `depth` nodes under the filters.
 
@@ -205,24 +223,14 @@ class LlamaIndexFusionRetriever:
 
     def retrieve(self, query: str, *, k: int, filters: Filters | None = None) -> tuple[Hit, ...]:
         """The library's fused top k for `query`, each leg filtered and asked for `depth` nodes."""
-        from llama_index.core.base.base_retriever import BaseRetriever
         from llama_index.core.llms import MockLLM
         from llama_index.core.retrievers import QueryFusionRetriever
 
         found = [leg.scored_nodes(query, n=self.depth, filters=filters) for leg in self.legs]
         chunk_ids = {id(scored.node): chunk_id for pairs in found for chunk_id, scored in pairs}
-
-        class _Answered(BaseRetriever):
-            # One leg's nodes for this call, as a LlamaIndex retriever the fusion can run.
-            def __init__(self, nodes: list[Any]) -> None:
-                super().__init__()
-                self.nodes = nodes
-
-            def _retrieve(self, query_bundle: Any) -> list[Any]:
-                return self.nodes
-
+        answered = _answered_class()
         fusion = QueryFusionRetriever(
-            [_Answered([scored for _, scored in pairs]) for pairs in found],
+            [answered([scored for _, scored in pairs]) for pairs in found],
             # Never called: num_queries=1 asks the LLM for no extra queries; it spares resolving Settings.llm.
             llm=MockLLM(),
             mode=self.mode,
